@@ -1,0 +1,108 @@
+"""Typed errors raised by chatkeep.
+
+Every error derives from :class:`ChatkeepError`, so ``except ChatkeepError`` catches all of
+them. Messages say what was wrong and what to do; none ever includes a credential.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "CapabilityMissing",
+    "ChatkeepError",
+    "CorruptRecord",
+    "InvalidRecord",
+    "InvalidSessionId",
+    "PluginError",
+    "StoreUnavailable",
+    "UnknownBackend",
+]
+
+
+class ChatkeepError(Exception):
+    """Base class of every error chatkeep raises on purpose."""
+
+
+class InvalidSessionId(ChatkeepError, ValueError):
+    """A session id was empty, too long, not a string, or contained NUL or unencodable text.
+
+    Session ids are any non-empty ``str`` of at most 512 characters, without NUL, that
+    encodes to UTF-8. The core rejects any other value before a backend sees it.
+    """
+
+    def __init__(self, session_id: object, reason: str) -> None:
+        self.session_id = session_id
+        self.reason = reason
+        shown = repr(session_id)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        super().__init__(f"invalid session id {shown}: {reason}")
+
+
+class InvalidRecord(ChatkeepError, ValueError):
+    """A record handed to ``append`` was malformed (id not a non-empty str, data not bytes,
+    or an id repeated within one batch)."""
+
+
+class UnknownBackend(ChatkeepError, LookupError):
+    """No installed backend has the requested name or URL scheme."""
+
+    def __init__(self, requested: str, installed: Iterable[str]) -> None:
+        self.requested = requested
+        self.installed = sorted(installed)
+        hint = requested.replace("_", "-")
+        super().__init__(
+            f"no chatkeep backend named {requested!r} is installed "
+            f"(installed: {', '.join(self.installed) or 'none'}). "
+            f"Install it with: pip install 'chatkeep[{hint}]' (or the chatkeep-{hint} "
+            "distribution of a third party)."
+        )
+
+
+class PluginError(ChatkeepError):
+    """A plugin could not be loaded or registered something invalid."""
+
+
+class CorruptRecord(ChatkeepError, ValueError):
+    """A stored record could not be decoded.
+
+    Names the session and the record's position in its log so the record can be found and
+    repaired; chatkeep never turns an undecodable record into a silent ``None``.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        position: int,
+        reason: str,
+        record_id: str | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.position = position
+        self.record_id = record_id
+        self.reason = reason
+        where = f"position {position}"
+        if record_id is not None:
+            where += f" (record id {record_id!r})"
+        super().__init__(f"corrupt record in session {session_id!r} at {where}: {reason}")
+
+
+class CapabilityMissing(ChatkeepError, NotImplementedError):
+    """The backend does not offer an optional capability (delete, list_sessions, ttl, ...)."""
+
+    def __init__(self, backend: str, capability: str) -> None:
+        self.backend = backend
+        self.capability = capability
+        super().__init__(
+            f"the {backend!r} backend does not support {capability!r}; "
+            "pick a backend that declares it (see `chatkeep backends`)"
+        )
+
+
+class StoreUnavailable(ChatkeepError, ConnectionError):
+    """The backend's service could not be reached after bounded retries.
+
+    When raised from ``append``, the batch is either fully stored or not at all; retrying the
+    same call is safe (same-batch retries are idempotent).
+    """

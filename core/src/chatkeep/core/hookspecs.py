@@ -1,0 +1,63 @@
+"""The hooks a chatkeep plugin implements (pluggy project ``chatkeep``).
+
+Hooks only ever grow: arguments are added, never renamed or removed. A plugin is a module
+or object with functions marked ``@hookimpl``, listed under the ``chatkeep`` entry-point
+group of its distribution::
+
+    # my_backend.py
+    from chatkeep.core import hookimpl
+
+    @hookimpl
+    def chatkeep_register_backends(register):
+        register("mystore", "my_backend.store:MyStore", schemes=["mystore"])
+
+    # pyproject.toml
+    [project.entry-points.chatkeep]
+    mystore = "my_backend"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+import pluggy
+
+__all__ = ["RegisterBackend", "chatkeep_register_backends", "hookimpl", "hookspec"]
+
+PROJECT = "chatkeep"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+class RegisterBackend(Protocol):
+    """The callback :func:`chatkeep_register_backends` receives."""
+
+    def __call__(
+        self,
+        name: str,
+        factory: Callable[..., Any] | str,
+        *,
+        schemes: Iterable[str] = (),
+        capabilities: Iterable[str] | None = None,
+        description: str = "",
+    ) -> None:
+        """Register one backend.
+
+        ``name``: what users pass to ``open_store`` (lowercase letters, digits, ``-``, ``_``).
+        ``factory``: the backend class (or any callable taking the options), or a lazy
+        ``"module:attribute"`` string so the driver is only imported when the backend is
+        opened. A factory with a ``from_url(url, **options)`` classmethod is given URLs
+        through it; otherwise it receives ``url=`` among its keyword options.
+        ``schemes``: URL schemes that select this backend (``name`` is always one).
+        ``capabilities``: optional capabilities (see ``chatkeep.core.store.CAPABILITIES``);
+        when omitted they are read from the factory's ``capabilities`` attribute.
+        """
+
+
+@hookspec
+def chatkeep_register_backends(register: RegisterBackend) -> None:
+    """Register the storage backends this plugin provides by calling ``register``.
+
+    Called once per process, the first time chatkeep needs its list of backends.
+    """

@@ -1,0 +1,312 @@
+"""The store contract (DESIGN section 3) and :class:`Store`, the one adapter the core calls.
+
+A *backend* is any object with two methods::
+
+    append(session_id: str, records: list[Record]) -> None
+    read(session_id: str, start: int = 0, stop: int | None = None) -> list[Record]
+
+Either may be a plain function or a coroutine function; a backend that has both kinds names
+the async twin with an ``a`` prefix (``aappend``, ``aread``). Optional methods, declared in
+the backend's ``capabilities`` class attribute, are ``delete(session_id)``,
+``list_sessions(prefix=None)`` (an iterator, or an async iterator, of ids) and ``close()``;
+``ttl`` is a capability a backend declares when it honours a ``ttl=`` option.
+
+:class:`Store` wraps a backend: it validates session ids and batches before the backend
+sees them, and lets sync and async callers use sync and async backends alike without ever
+blocking an event loop (a sync backend runs in a worker thread under ``await``; an async
+backend runs on a private loop thread under a blocking call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any, Protocol, runtime_checkable
+
+from ._loop import LoopThread
+from .errors import CapabilityMissing
+from .records import Record, check_records, check_session_id
+
+__all__ = [
+    "CAPABILITIES",
+    "Backend",
+    "Store",
+]
+
+#: Every optional capability a backend may declare.
+CAPABILITIES: frozenset[str] = frozenset(
+    {
+        "delete",  # erase one session on every read path
+        "list_sessions",  # enumerate session ids lazily, optionally by prefix
+        "close",  # release connections and files
+        "ttl",  # honour a ttl= option: sessions expire after inactivity
+        "shared",  # data is shared between processes (files, servers)
+        "durable",  # data survives close and reopen
+    }
+)
+
+_SENTINEL: Any = object()
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What a backend provides at minimum: the two storage hooks.
+
+    Methods may be sync or ``async def``. See the module docstring for the optional ones.
+    """
+
+    def append(self, session_id: str, records: list[Record], /) -> Any: ...
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None, /) -> Any: ...
+
+
+def _split(backend: object, name: str) -> tuple[Callable[..., Any] | None, Callable[..., Any] | None]:
+    """Return the (sync, async) implementations a backend has for hook ``name``."""
+    plain = getattr(backend, name, None)
+    twin = getattr(backend, "a" + name, None)
+    sync_impl = async_impl = None
+    for candidate in (plain, twin):
+        if candidate is None or not callable(candidate):
+            continue
+        if inspect.iscoroutinefunction(candidate) or inspect.isasyncgenfunction(candidate):
+            async_impl = async_impl or candidate
+        else:
+            sync_impl = sync_impl or candidate
+    return sync_impl, async_impl
+
+
+def _check_slice(start: object, stop: object) -> None:
+    if type(start) is not int:
+        raise TypeError(f"start must be an int, not {type(start).__name__}")
+    if stop is not None and type(stop) is not int:
+        raise TypeError(f"stop must be an int or None, not {type(stop).__name__}")
+
+
+class Store:
+    """A session log store: the object :func:`chatkeep.core.open_store` returns.
+
+    Every method has an async twin prefixed with ``a``. Example::
+
+        store = open_store("sqlite:///chats.db")
+        store.append("s1", [Record("m1", b"hello")])
+        store.read("s1", start=-20)   # the last twenty records
+    """
+
+    __slots__ = (
+        "_append",
+        "_aappend",
+        "_aread",
+        "_backend",
+        "_closed",
+        "_loop",
+        "_read",
+        "capabilities",
+        "name",
+        "url",
+    )
+
+    def __init__(
+        self,
+        backend: object,
+        *,
+        name: str | None = None,
+        capabilities: Iterable[str] | None = None,
+        url: str | None = None,
+    ) -> None:
+        if capabilities is None:
+            capabilities = getattr(backend, "capabilities", ())
+        self.capabilities: frozenset[str] = frozenset(capabilities)
+        self.name: str = name or type(backend).__name__
+        self.url: str | None = url
+        self._backend = backend
+        self._closed = False
+        self._loop = LoopThread(self.name)
+        self._append, self._aappend = _split(backend, "append")
+        self._read, self._aread = _split(backend, "read")
+        if not (self._append or self._aappend) or not (self._read or self._aread):
+            raise TypeError(
+                f"{type(backend).__name__} is not a chatkeep backend: it needs append and read"
+            )
+
+    # -- introspection -------------------------------------------------------------------
+
+    @property
+    def backend(self) -> object:
+        """The wrapped backend object (for backend-specific operations)."""
+        return self._backend
+
+    def supports(self, capability: str) -> bool:
+        """Whether the backend declared ``capability`` (see :data:`CAPABILITIES`)."""
+        return capability in self.capabilities
+
+    def _require(self, capability: str) -> None:
+        if capability not in self.capabilities:
+            raise CapabilityMissing(self.name, capability)
+
+    def __repr__(self) -> str:
+        # url is already redacted by open_store; never echo backend options here.
+        shown = f" url={self.url!r}" if self.url else ""
+        return f"<chatkeep Store backend={self.name!r}{shown}>"
+
+    # -- the two hooks --------------------------------------------------------------------
+
+    def append(self, session_id: str, records: Iterable[Record | tuple[str, bytes]]) -> None:
+        """Append ``records`` to the session's log, atomically and in order.
+
+        Retrying the same batch after an error is safe: it completes without duplicates.
+        """
+        session_id = check_session_id(session_id)
+        batch = check_records(records)
+        if not batch:
+            return
+        if self._append is not None:
+            self._append(session_id, batch)
+        else:
+            assert self._aappend is not None
+            self._loop.run(self._aappend(session_id, batch))
+
+    async def aappend(
+        self, session_id: str, records: Iterable[Record | tuple[str, bytes]]
+    ) -> None:
+        """Async :meth:`append`."""
+        session_id = check_session_id(session_id)
+        batch = check_records(records)
+        if not batch:
+            return
+        if self._aappend is not None:
+            await self._aappend(session_id, batch)
+        else:
+            assert self._append is not None
+            await asyncio.to_thread(self._append, session_id, batch)
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        """Return the session's records in append order, sliced like ``log[start:stop]``.
+
+        An unknown session reads as ``[]``. ``start=-20`` reads the last twenty records at a
+        cost proportional to twenty, not to the log's length.
+        """
+        session_id = check_session_id(session_id)
+        _check_slice(start, stop)
+        if self._read is not None:
+            result: list[Record] = self._read(session_id, start, stop)
+        else:
+            assert self._aread is not None
+            result = self._loop.run(self._aread(session_id, start, stop))
+        return result
+
+    async def aread(
+        self, session_id: str, start: int = 0, stop: int | None = None
+    ) -> list[Record]:
+        """Async :meth:`read`."""
+        session_id = check_session_id(session_id)
+        _check_slice(start, stop)
+        if self._aread is not None:
+            result: list[Record] = await self._aread(session_id, start, stop)
+        else:
+            assert self._read is not None
+            result = await asyncio.to_thread(self._read, session_id, start, stop)
+        return result
+
+    # -- optional capabilities ------------------------------------------------------------
+
+    def _call(self, hook: str, *args: Any) -> Any:
+        sync_impl, async_impl = _split(self._backend, hook)
+        if sync_impl is not None:
+            return sync_impl(*args)
+        if async_impl is not None:
+            return self._loop.run(async_impl(*args))
+        return None
+
+    async def _acall(self, hook: str, *args: Any) -> Any:
+        sync_impl, async_impl = _split(self._backend, hook)
+        if async_impl is not None:
+            return await async_impl(*args)
+        if sync_impl is not None:
+            return await asyncio.to_thread(sync_impl, *args)
+        return None
+
+    def delete(self, session_id: str) -> None:
+        """Erase the session: afterwards nothing of it is readable or listed."""
+        self._require("delete")
+        self._call("delete", check_session_id(session_id))
+
+    async def adelete(self, session_id: str) -> None:
+        """Async :meth:`delete`."""
+        self._require("delete")
+        await self._acall("delete", check_session_id(session_id))
+
+    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+        """Yield the ids of stored sessions (those starting with ``prefix``), lazily."""
+        self._require("list_sessions")
+        if prefix is not None and type(prefix) is not str:
+            raise TypeError(f"prefix must be a str or None, not {type(prefix).__name__}")
+        sync_impl, async_impl = _split(self._backend, "list_sessions")
+        if sync_impl is not None:
+            yield from sync_impl(prefix)
+            return
+        assert async_impl is not None
+        iterator: AsyncIterator[str] = async_impl(prefix).__aiter__()
+        while True:
+            item = self._loop.run(_anext_or(iterator))
+            if item is _SENTINEL:
+                return
+            yield item
+
+    async def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
+        """Async :meth:`list_sessions`."""
+        self._require("list_sessions")
+        if prefix is not None and type(prefix) is not str:
+            raise TypeError(f"prefix must be a str or None, not {type(prefix).__name__}")
+        sync_impl, async_impl = _split(self._backend, "list_sessions")
+        if async_impl is not None:
+            async for item in async_impl(prefix):
+                yield item
+            return
+        assert sync_impl is not None
+        iterator = iter(await asyncio.to_thread(sync_impl, prefix))
+        while True:
+            item = await asyncio.to_thread(next, iterator, _SENTINEL)
+            if item is _SENTINEL:
+                return
+            yield item
+
+    def close(self) -> None:
+        """Release the backend's resources. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._call("close")
+        finally:
+            self._loop.stop()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._acall("close")
+        finally:
+            await asyncio.to_thread(self._loop.stop)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+async def _anext_or(iterator: AsyncIterator[str]) -> Any:
+    try:
+        return await iterator.__anext__()
+    except StopAsyncIteration:
+        return _SENTINEL
+
