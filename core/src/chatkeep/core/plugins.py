@@ -171,7 +171,9 @@ def _collect() -> dict[str, BackendInfo]:
             caps = frozenset(capabilities)
             unknown = caps - CAPABILITIES
             if unknown:
-                raise PluginError(f"backend {name!r} declares unknown capabilities {sorted(unknown)}")
+                raise PluginError(
+                    f"backend {name!r} declares unknown capabilities {sorted(unknown)}"
+                )
             all_schemes = tuple(dict.fromkeys([name, *(s.lower() for s in schemes)]))
             for scheme in all_schemes:
                 owner = scheme_owner.get(scheme)

@@ -61,7 +61,9 @@ class Backend(Protocol):
     def read(self, session_id: str, start: int = 0, stop: int | None = None, /) -> Any: ...
 
 
-def _split(backend: object, name: str) -> tuple[Callable[..., Any] | None, Callable[..., Any] | None]:
+def _split(
+    backend: object, name: str
+) -> tuple[Callable[..., Any] | None, Callable[..., Any] | None]:
     """Return the (sync, async) implementations a backend has for hook ``name``."""
     plain = getattr(backend, name, None)
     twin = getattr(backend, "a" + name, None)
@@ -94,8 +96,8 @@ class Store:
     """
 
     __slots__ = (
-        "_append",
         "_aappend",
+        "_append",
         "_aread",
         "_backend",
         "_closed",
@@ -166,9 +168,7 @@ class Store:
             assert self._aappend is not None
             self._loop.run(self._aappend(session_id, batch))
 
-    async def aappend(
-        self, session_id: str, records: Iterable[Record | tuple[str, bytes]]
-    ) -> None:
+    async def aappend(self, session_id: str, records: Iterable[Record | tuple[str, bytes]]) -> None:
         """Async :meth:`append`."""
         session_id = check_session_id(session_id)
         batch = check_records(records)
@@ -195,9 +195,7 @@ class Store:
             result = self._loop.run(self._aread(session_id, start, stop))
         return result
 
-    async def aread(
-        self, session_id: str, start: int = 0, stop: int | None = None
-    ) -> list[Record]:
+    async def aread(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """Async :meth:`read`."""
         session_id = check_session_id(session_id)
         _check_slice(start, stop)
@@ -309,4 +307,3 @@ async def _anext_or(iterator: AsyncIterator[str]) -> Any:
         return await iterator.__anext__()
     except StopAsyncIteration:
         return _SENTINEL
-

@@ -1,0 +1,321 @@
+"""Sessions and their state: :class:`AgentSession`, :class:`StateBag`,
+:class:`ProviderSessionState`.
+
+A session is the handle of one conversation: its ``session_id`` (the key of its log in a
+store), the service's ``conversation_id`` when the model service keeps the history, and a
+:class:`StateBag` where providers keep whatever per-session data they need. Providers keep
+nothing per session in their own fields, so one provider serves any number of sessions.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast, overload
+
+from .codec import message_from_dict, message_to_dict
+from .ids import new_id
+from .messages import Message
+
+__all__ = [
+    "AgentSession",
+    "ProviderSessionState",
+    "StateBag",
+    "register_state_type",
+]
+
+T = TypeVar("T")
+_MISSING: Any = object()
+_TYPE_KEY = "$type"
+
+
+@dataclass(frozen=True)
+class _StateType:
+    name: str
+    cls: type[Any]
+    to_json: Callable[[Any], Any]
+    from_json: Callable[[Any], Any]
+
+
+_types_by_name: dict[str, _StateType] = {}
+_types_by_class: dict[type[Any], _StateType] = {}
+_types_lock = threading.Lock()
+
+
+def _call_to_dict(value: Any) -> Any:
+    return value.to_dict()
+
+
+def register_state_type(
+    cls: type[T],
+    *,
+    name: str | None = None,
+    to_json: Callable[[T], Any] | None = None,
+    from_json: Callable[[Any], T] | None = None,
+) -> type[T]:
+    """Let values of ``cls`` be stored in a :class:`StateBag` and survive serialization.
+
+    By default uses ``value.to_dict()`` and ``cls.from_dict(data)``. Usable as a decorator::
+
+        @register_state_type
+        @dataclass
+        class Preferences:
+            language: str
+            def to_dict(self): return {"language": self.language}
+            @classmethod
+            def from_dict(cls, data): return cls(**data)
+    """
+    type_name = name or f"{cls.__module__}.{cls.__qualname__}"
+    encode: Callable[[Any], Any] = to_json or _call_to_dict
+    decode = from_json or getattr(cls, "from_dict", None)
+    if decode is None:
+        raise TypeError(f"{cls.__name__} needs from_dict() or a from_json= function")
+    entry = _StateType(type_name, cls, encode, decode)
+    with _types_lock:
+        _types_by_name[type_name] = entry
+        _types_by_class[cls] = entry
+    return cls
+
+
+register_state_type(
+    Message, name="chatkeep.Message", to_json=message_to_dict, from_json=message_from_dict
+)
+
+
+def _to_json(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    entry = _types_by_class.get(type(value))
+    if entry is not None:
+        return {_TYPE_KEY: entry.name, "value": entry.to_json(value)}
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"state dict keys must be str, not {key!r}")
+            out[key] = _to_json(item)
+        if _TYPE_KEY in out:  # a user dict that happens to use the marker key
+            return {_TYPE_KEY: "dict", "value": out}
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_to_json(item) for item in value]
+    raise TypeError(
+        f"cannot serialize a {type(value).__name__} in session state; "
+        "register it with chatkeep.core.register_state_type"
+    )
+
+
+def _from_json(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_from_json(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    type_name = value.get(_TYPE_KEY)
+    if type_name is None:
+        return {key: _from_json(item) for key, item in value.items()}
+    if type_name == "dict":
+        return {key: _from_json(item) for key, item in value["value"].items()}
+    entry = _types_by_name.get(type_name)
+    if entry is None:
+        raise TypeError(
+            f"session state holds a {type_name!r} that is not registered in this process; "
+            "call register_state_type for it before deserializing"
+        )
+    return entry.from_json(value["value"])
+
+
+class StateBag:
+    """A thread-safe key/value container that serializes to JSON and back.
+
+    Values are JSON data or instances of types registered with :func:`register_state_type`
+    (messages are registered already)::
+
+        bag = StateBag()
+        bag.set("count", 1)
+        bag.get("count", int)            # 1, checked to be an int
+        bag.try_get("missing", int)      # None
+        StateBag.from_dict(bag.to_dict()) == bag
+    """
+
+    __slots__ = ("_data", "_lock")
+
+    def __init__(self, data: Mapping[str, Any] | None = None) -> None:
+        self._lock = threading.RLock()
+        self._data: dict[str, Any] = dict(data or {})
+
+    @overload
+    def get(self, key: str) -> Any: ...
+    @overload
+    def get(self, key: str, type_: type[T]) -> T: ...
+    @overload
+    def get(self, key: str, type_: type[T], default: T) -> T: ...
+
+    def get(self, key: str, type_: type[Any] | None = None, default: Any = _MISSING) -> Any:
+        """The value under ``key``; ``KeyError`` if absent and no default was given.
+
+        With ``type_``, a stored value of another type raises ``TypeError``.
+        """
+        with self._lock:
+            value = self._data.get(key, _MISSING)
+        if value is _MISSING:
+            if default is _MISSING:
+                raise KeyError(key)
+            return default
+        if type_ is not None and not isinstance(value, type_):
+            raise TypeError(f"state {key!r} holds a {type(value).__name__}, not a {type_.__name__}")
+        return value
+
+    def try_get(self, key: str, type_: type[T] | None = None) -> T | None:
+        """The value under ``key`` if present (and of ``type_``, when given), else ``None``."""
+        with self._lock:
+            value = self._data.get(key, _MISSING)
+        if value is _MISSING or (type_ is not None and not isinstance(value, type_)):
+            return None
+        return cast("T", value)
+
+    def set(self, key: str, value: Any) -> None:
+        """Store ``value`` under ``key`` (replacing any previous value)."""
+        if not isinstance(key, str):
+            raise TypeError(f"state keys are str, not {type(key).__name__}")
+        with self._lock:
+            self._data[key] = value
+
+    def setdefault(self, key: str, factory: Callable[[], T]) -> T:
+        """The value under ``key``, first storing ``factory()`` there if absent (atomic)."""
+        with self._lock:
+            if key not in self._data:
+                self._data[key] = factory()
+            return cast("T", self._data[key])
+
+    def remove(self, key: str) -> bool:
+        """Remove ``key``; return whether it was there."""
+        with self._lock:
+            return self._data.pop(key, _MISSING) is not _MISSING
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._data
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
+
+    def __iter__(self) -> Iterator[str]:
+        with self._lock:
+            return iter(list(self._data))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StateBag):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        with self._lock:
+            return f"StateBag(keys={sorted(self._data)!r})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the bag (registered types tagged with ``$type``)."""
+        with self._lock:
+            snapshot = dict(self._data)
+        result: dict[str, Any] = _to_json(snapshot)
+        return result
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StateBag:
+        """Rebuild a bag from :meth:`to_dict` output."""
+        return cls(_from_json(dict(data)))
+
+    def copy(self) -> StateBag:
+        """A deep copy (values are copied, not shared)."""
+        with self._lock:
+            return StateBag(copy.deepcopy(self._data))
+
+
+class AgentSession:
+    """One conversation: its id, the service's conversation id (if the service keeps the
+    history) and its :class:`StateBag`.
+
+    ``AgentSession()`` makes a new session with a fresh sortable id;
+    ``AgentSession("chat-42")`` resumes the conversation stored under that id.
+    """
+
+    __slots__ = ("conversation_id", "session_id", "state")
+
+    def __init__(
+        self,
+        session_id: str | None = None,
+        *,
+        conversation_id: str | None = None,
+        state: StateBag | None = None,
+    ) -> None:
+        from .records import check_session_id
+
+        self.session_id: str = check_session_id(session_id) if session_id else new_id()
+        self.conversation_id: str | None = conversation_id
+        self.state: StateBag = state if state is not None else StateBag()
+
+    @property
+    def is_service_managed(self) -> bool:
+        """True once the model service keeps this conversation's history."""
+        return self.conversation_id is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the session."""
+        return {
+            "type": "session",
+            "session_id": self.session_id,
+            "conversation_id": self.conversation_id,
+            "state": self.state.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentSession:
+        """Rebuild a session from :meth:`to_dict` output."""
+        if data.get("type", "session") != "session":
+            raise ValueError(f"not a serialized session: type {data.get('type')!r}")
+        return cls(
+            data["session_id"],
+            conversation_id=data.get("conversation_id"),
+            state=StateBag.from_dict(data.get("state") or {}),
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"AgentSession(session_id={self.session_id!r}, "
+            f"conversation_id={self.conversation_id!r})"
+        )
+
+
+class ProviderSessionState(Generic[T]):
+    """A provider's typed slot in a session's state bag.
+
+    The provider holds one of these (not per-session data) and asks it for the session's
+    value, which is created by ``initialize(session)`` the first time::
+
+        counter = ProviderSessionState("my-provider", lambda session: {"turns": 0})
+        state = counter.get_or_initialize(session)
+        state["turns"] += 1
+        counter.save(session, state)
+    """
+
+    __slots__ = ("_initialize", "state_key")
+
+    def __init__(self, state_key: str, initialize: Callable[[AgentSession], T]) -> None:
+        self.state_key = state_key
+        self._initialize = initialize
+
+    def get_or_initialize(self, session: AgentSession) -> T:
+        """The session's value, created and stored on first use."""
+        return session.state.setdefault(self.state_key, lambda: self._initialize(session))
+
+    def save(self, session: AgentSession, value: T) -> None:
+        """Store ``value`` as the session's value."""
+        session.state.set(self.state_key, value)
+
+    def clear(self, session: AgentSession) -> None:
+        """Forget the session's value."""
+        session.state.remove(self.state_key)
