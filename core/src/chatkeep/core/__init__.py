@@ -44,10 +44,11 @@ from .messages import (
     UriContent,
 )
 from .offline import OfflineChatClient
-from .plugins import BackendInfo, backends, open_store, redact_url
+from .plugins import BackendInfo, backends, open_store
 from .records import Record, check_session_id
 from .session import AgentSession, ProviderSessionState, StateBag, register_state_type
 from .store import CAPABILITIES, Backend, Store
+from .urls import redact_url
 
 __all__ = [
     "CAPABILITIES",

@@ -150,17 +150,22 @@ class Agent:
             self._adopt_conversation(session, response)
             return AgentResponse(self._with_ids(response.messages), session)
 
-        to_send = await provider.invoking(session, request) if provider else request
+        # With no provider configured, an in-memory one reads the session's state (a
+        # deserialized session may carry history) and is kept once the service shows it
+        # keeps nothing.
+        configured = provider is not None
+        if provider is None:
+            provider = InMemoryHistoryProvider()
+        to_send = await provider.invoking(session, request)
         try:
             response = await self._call_client(preamble + to_send, None)
         except BaseException as error:
-            if provider is not None:
-                await provider.invoked(session, to_send, (), error=error)
+            await provider.invoked(session, to_send, (), error=error)
             raise
         messages = self._with_ids(response.messages)
         if response.conversation_id is not None:
-            if provider is not None:
-                await provider.invoked(session, to_send, (), error=_ServiceKeepsHistory())
+            await provider.invoked(session, to_send, (), error=_ServiceKeepsHistory())
+            if configured:
                 warnings.warn(
                     f"{type(self.client).__name__} keeps the conversation itself, so the "
                     f"configured {type(provider).__name__} is not used for this session",
@@ -168,9 +173,8 @@ class Agent:
                 )
             self._adopt_conversation(session, response)
             return AgentResponse(messages, session)
-        if provider is None:
-            # The service keeps nothing and no provider was configured: keep it in memory.
-            provider = self.history_provider = InMemoryHistoryProvider()
+        if not configured:
+            self.history_provider = provider
         await provider.invoked(session, to_send, messages)
         return AgentResponse(messages, session)
 

@@ -105,6 +105,28 @@ def _pack(value: Any) -> Any:
     )
 
 
+def _check_plain_json(value: Any) -> None:
+    """Refuse what would not come back unchanged as plain JSON (unknown contents are
+    stored verbatim, without tagging)."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise EncodeError(f"{value!r} is not valid JSON")
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise EncodeError(f"dict keys must be str to round-trip, not {key!r}")
+            _check_plain_json(item)
+        return
+    if isinstance(value, list):
+        for item in value:
+            _check_plain_json(item)
+        return
+    raise EncodeError(f"an unknown content may hold only JSON values, not {type(value).__name__}")
+
+
 def _unpack(value: Any) -> Any:
     if isinstance(value, list):
         return [_unpack(item) for item in value]
@@ -144,6 +166,7 @@ def _properties_out(target: dict[str, Any], properties: dict[str, Any]) -> None:
 def content_to_dict(content: Content) -> dict[str, Any]:
     """The MAF-shaped dict of one content."""
     if isinstance(content, UnknownContent):
+        _check_plain_json(content.raw)
         return dict(content.raw)
     if isinstance(content, TextContent):
         out: dict[str, Any] = {"type": "text", "text": content.text}
@@ -212,14 +235,16 @@ def content_from_dict(raw: Mapping[str, Any]) -> Content:
         )
     if kind == "data":
         uri = _str(raw, "uri")
-        header, sep, payload = uri.partition(",")
+        header, sep, payload = uri.rpartition(",")  # base64 never contains a comma
         if not sep or not header.startswith("data:") or not header.endswith(";base64"):
             raise ValueError("data content needs a base64 data URI")
         try:
             data = base64.b64decode(payload, validate=True)
         except binascii.Error as exc:
             raise ValueError(f"data content has invalid base64: {exc}") from None
-        media_type = raw.get("media_type") or header[5:-7] or "application/octet-stream"
+        media_type = raw.get("media_type")
+        if not isinstance(media_type, str):
+            media_type = header[5:-7] or "application/octet-stream"
         return DataContent(data, media_type, _properties_in(raw))
     if kind == "uri":
         return UriContent(_str(raw, "uri"), raw.get("media_type"), _properties_in(raw))
@@ -267,11 +292,14 @@ def message_from_dict(raw: Mapping[str, Any]) -> Message:
         raise ValueError("message contents must be a list")
     author_name = raw.get("author_name")
     message_id = raw.get("message_id")
+    for key, value in (("author_name", author_name), ("message_id", message_id)):
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"message {key} must be a string, not {type(value).__name__}")
     return Message(
         role,
         [content_from_dict(item) for item in contents],
-        author_name if isinstance(author_name, str) else None,
-        message_id if isinstance(message_id, str) else None,
+        author_name,
+        message_id,
         _properties_in(raw),
     )
 
@@ -294,9 +322,13 @@ def decode_message(data: bytes) -> Message:
         raw = _loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"not JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
     if not isinstance(raw, dict):
         raise ValueError("a message record must be a JSON object")
     try:
         return message_from_dict(raw)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"malformed message: {exc}") from None
+    except RecursionError:
+        raise ValueError("message nested too deeply") from None

@@ -250,7 +250,7 @@ class InMemoryHistoryProvider(HistoryProvider):
         )
 
     async def load(self, session: AgentSession) -> list[Message]:
-        stored = self._messages.get_or_initialize(session)
+        stored = session.state.try_get(self._messages.state_key, list) or []
         if self.max_messages:
             stored = stored[-self.max_messages :]
         return [message_from_dict(raw) for raw in stored]

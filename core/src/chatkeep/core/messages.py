@@ -145,9 +145,10 @@ Content = (
 class Message:
     """One chat message: a role and a list of contents.
 
-    ``contents`` also accepts a plain string (one text content)::
+    ``contents`` is a list of contents (a plain string is also accepted at run time and
+    becomes one text content; ``Message.user("...")`` says the same with types)::
 
-        Message("user", "What is the weather?")
+        Message("user", [TextContent("What is the weather?")])
         Message("assistant", [FunctionCallContent("c1", "weather", {"city": "Oslo"})])
     """
 

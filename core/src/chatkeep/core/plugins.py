@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pluggy
 
 from . import hookspecs
 from .errors import PluginError, UnknownBackend
 from .store import CAPABILITIES, Store
+from .urls import redact_url
 
 __all__ = [
     "BackendInfo",
@@ -214,31 +214,6 @@ def reset_plugins() -> None:
         _registry.origins = {}
 
 
-def redact_url(url: str) -> str:
-    """``url`` with any password (and secret-looking query values) replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable url>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hostinfo = netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}:***@{hostinfo}" if ":" in userinfo else f"{userinfo}@{hostinfo}"
-    query = parts.query
-    if netloc == parts.netloc and not query:
-        return url
-    if query:
-        pieces = []
-        for piece in query.split("&"):
-            key, sep, _value = piece.partition("=")
-            if sep and re.search(r"pass|secret|key|token|sig|credential", key, re.IGNORECASE):
-                piece = f"{key}=***"
-            pieces.append(piece)
-        query = "&".join(pieces)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
 def _scheme_of(url: str) -> str:
     return url.split("://", 1)[0].lower()
 
@@ -262,7 +237,8 @@ def open_store(url_or_name: str | None = None, /, **options: Any) -> Store:
         requested = _scheme_of(url)
         name = _registry.schemes.get(requested)
     else:
-        requested = name = url_or_name
+        # A malformed URL ("redis:/u:pw@h") must not echo its credentials in the error.
+        requested = name = url_or_name.split(":", 1)[0]
         url = options.pop("url", None)
         if name not in installed:
             name = _registry.schemes.get(name)
@@ -282,5 +258,5 @@ def open_store(url_or_name: str | None = None, /, **options: Any) -> Store:
         backend,
         name=info.name,
         capabilities=info.capabilities if capabilities is None else capabilities,
-        url=redact_url(url) if url else None,
+        url=url,
     )

@@ -87,5 +87,7 @@ def check_records(records: Iterable[Record | tuple[str, bytes]]) -> list[Record]
         if record_id in seen:
             raise InvalidRecord(f"record id {record_id!r} appears twice in one batch")
         seen.add(record_id)
-        batch.append(item if type(item) is Record else Record(record_id, data))
+        batch.append(
+            item if type(item) is Record and item.data is data else Record(record_id, data)
+        )
     return batch

@@ -254,7 +254,7 @@ class AgentSession:
     ) -> None:
         from .records import check_session_id
 
-        self.session_id: str = check_session_id(session_id) if session_id else new_id()
+        self.session_id: str = new_id() if session_id is None else check_session_id(session_id)
         self.conversation_id: str | None = conversation_id
         self.state: StateBag = state if state is not None else StateBag()
 

@@ -27,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from ._loop import LoopThread
 from .errors import CapabilityMissing
 from .records import Record, check_records, check_session_id
+from .urls import redact_url
 
 __all__ = [
     "CAPABILITIES",
@@ -59,6 +60,9 @@ class Backend(Protocol):
     def append(self, session_id: str, records: list[Record], /) -> Any: ...
 
     def read(self, session_id: str, start: int = 0, stop: int | None = None, /) -> Any: ...
+
+
+_Impl = Callable[..., Any]
 
 
 def _split(
@@ -120,7 +124,7 @@ class Store:
             capabilities = getattr(backend, "capabilities", ())
         self.capabilities: frozenset[str] = frozenset(capabilities)
         self.name: str = name or type(backend).__name__
-        self.url: str | None = url
+        self.url: str | None = redact_url(url) if url else None
         self._backend = backend
         self._closed = False
         self._loop = LoopThread(self.name)
@@ -208,8 +212,14 @@ class Store:
 
     # -- optional capabilities ------------------------------------------------------------
 
-    def _call(self, hook: str, *args: Any) -> Any:
+    def _impls(self, hook: str) -> tuple[_Impl | None, _Impl | None]:
         sync_impl, async_impl = _split(self._backend, hook)
+        if sync_impl is None and async_impl is None and hook != "close":
+            raise TypeError(f"backend {self.name!r} declares {hook!r} but has no {hook}() method")
+        return sync_impl, async_impl
+
+    def _call(self, hook: str, *args: Any) -> Any:
+        sync_impl, async_impl = self._impls(hook)
         if sync_impl is not None:
             return sync_impl(*args)
         if async_impl is not None:
@@ -217,7 +227,7 @@ class Store:
         return None
 
     async def _acall(self, hook: str, *args: Any) -> Any:
-        sync_impl, async_impl = _split(self._backend, hook)
+        sync_impl, async_impl = self._impls(hook)
         if async_impl is not None:
             return await async_impl(*args)
         if sync_impl is not None:
@@ -234,12 +244,20 @@ class Store:
         self._require("delete")
         await self._acall("delete", check_session_id(session_id))
 
-    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
-        """Yield the ids of stored sessions (those starting with ``prefix``), lazily."""
+    def _listing(self, prefix: str | None) -> tuple[_Impl | None, _Impl | None]:
         self._require("list_sessions")
         if prefix is not None and type(prefix) is not str:
             raise TypeError(f"prefix must be a str or None, not {type(prefix).__name__}")
-        sync_impl, async_impl = _split(self._backend, "list_sessions")
+        return self._impls("list_sessions")
+
+    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+        """An iterator over the ids of stored sessions (those starting with ``prefix``),
+        fetched lazily. Errors (a missing capability, a bad prefix) raise at the call."""
+        return self._iterate_sessions(prefix, *self._listing(prefix))
+
+    def _iterate_sessions(
+        self, prefix: str | None, sync_impl: _Impl | None, async_impl: _Impl | None
+    ) -> Iterator[str]:
         if sync_impl is not None:
             yield from sync_impl(prefix)
             return
@@ -251,12 +269,13 @@ class Store:
                 return
             yield item
 
-    async def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
-        """Async :meth:`list_sessions`."""
-        self._require("list_sessions")
-        if prefix is not None and type(prefix) is not str:
-            raise TypeError(f"prefix must be a str or None, not {type(prefix).__name__}")
-        sync_impl, async_impl = _split(self._backend, "list_sessions")
+    def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
+        """Async :meth:`list_sessions` (``async for session_id in store.alist_sessions()``)."""
+        return self._aiterate_sessions(prefix, *self._listing(prefix))
+
+    async def _aiterate_sessions(
+        self, prefix: str | None, sync_impl: _Impl | None, async_impl: _Impl | None
+    ) -> AsyncIterator[str]:
         if async_impl is not None:
             async for item in async_impl(prefix):
                 yield item

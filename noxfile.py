@@ -1,0 +1,120 @@
+"""The one place the test matrix lives: members x backends x checks.
+
+``nox -t ci`` runs everything CI needs; ``nox -s demo`` runs the demo. Every session
+installs the workspace from the committed lock file with uv.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.error_on_missing_interpreters = True
+nox.options.sessions = ["lint", "types", "tests", "conformance", "repo", "demo"]
+
+ROOT = Path(__file__).parent
+MEMBERS = {
+    "core": "core",
+    "sqlite": "plugins/sqlite",
+    "redis": "plugins/redis",
+    "postgres": "plugins/postgres",
+    "s3": "plugins/s3",
+    "azure_blob": "plugins/azure_blob",
+    "testing": "packages/testing",
+    "cli": "packages/cli",
+}
+BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob"]
+TYPED = ["core/src", *(f"{path}/src" for name, path in MEMBERS.items() if name != "core")]
+
+
+def _members() -> dict[str, str]:
+    """Members present in this checkout (a plugin folder may not exist yet)."""
+    return {
+        name: path for name, path in MEMBERS.items() if (ROOT / path / "pyproject.toml").exists()
+    }
+
+
+def _install(session: nox.Session) -> None:
+    session.run_install(
+        "uv",
+        "sync",
+        "--locked",
+        "--all-packages",
+        "--all-extras",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
+
+
+def _pytest(session: nox.Session, *args: str) -> None:
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", *args, *session.posargs)
+
+
+@nox.session(tags=["ci"])
+def lint(session: nox.Session) -> None:
+    """ruff: lint and formatting."""
+    _install(session)
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(tags=["ci"])
+def types(session: nox.Session) -> None:
+    """mypy --strict on every member's source."""
+    _install(session)
+    present = [path for path in TYPED if (ROOT / path).exists()]
+    session.run("mypy", *present)
+
+
+@nox.session(tags=["ci"])
+@nox.parametrize("member", list(MEMBERS))
+def tests(session: nox.Session, member: str) -> None:
+    """A member's own tests (its conformance run is in the conformance session)."""
+    path = _members().get(member)
+    if path is None:
+        session.skip(f"{member} is not in this checkout")
+    _install(session)
+    _pytest(session, f"{path}/tests", "--ignore-glob=*test_conformance*")
+
+
+@nox.session(tags=["ci"])
+@nox.parametrize("backend", BACKENDS)
+def conformance(session: nox.Session, backend: str) -> None:
+    """The conformance suite against one backend (real servers for server backends)."""
+    _install(session)
+    if backend == "memory":
+        session.run("chatkeep", "conformance", "memory://")
+        return
+    path = _members().get(backend)
+    if path is None:
+        session.skip(f"{backend} is not in this checkout")
+    files = sorted(
+        str(p.relative_to(ROOT)) for p in (ROOT / path / "tests").glob("test_conformance*.py")
+    )
+    if not files:
+        session.error(f"{backend} has no conformance test file")
+    _pytest(session, *files)
+
+
+@nox.session(tags=["ci"])
+def repo(session: nox.Session) -> None:
+    """Repo-level tests: packaging, third-party plugin, CLI end to end."""
+    _install(session)
+    _pytest(session, "tests")
+
+
+@nox.session(tags=["ci"])
+def demo(session: nox.Session) -> None:
+    """The demo on the embedded SQLite default (or CHATKEEP_URL)."""
+    _install(session)
+    workdir = ROOT / ".cache" / "demo"
+    workdir.mkdir(parents=True, exist_ok=True)
+    with session.chdir(workdir):
+        session.run(
+            "chatkeep",
+            "demo",
+            *session.posargs,
+            env={"CHATKEEP_URL": os.environ.get("CHATKEEP_URL", "")},
+        )

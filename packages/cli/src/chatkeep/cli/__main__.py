@@ -1,0 +1,5 @@
+"""``python -m chatkeep.cli`` runs the ``chatkeep`` command."""
+
+from .main import main
+
+raise SystemExit(main())

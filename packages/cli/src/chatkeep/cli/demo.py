@@ -1,0 +1,99 @@
+"""``chatkeep demo``: a multi-turn conversation, then a second process that resumes it.
+
+The offline client's replies name how many messages it was sent and the first user
+message, so the output shows that the resumed process saw the whole history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from typing import Any
+
+from chatkeep.core import Agent, AgentSession, HistoryProvider, OfflineChatClient, open_store
+
+DEFAULT_DEMO_URL = "sqlite:///chatkeep-demo.db"
+TURNS = ("Hi! My name is Ada.", "I am planning a trip to Oslo.", "What should I pack?")
+RESUME_TURN = "Do you remember my first message?"
+
+
+def _url(args: argparse.Namespace) -> str:
+    return str(args.url or os.environ.get("CHATKEEP_URL") or DEFAULT_DEMO_URL)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    url = _url(args)
+    store = open_store(url)
+    provider = HistoryProvider(store)
+    agent = Agent(OfflineChatClient(), history_provider=provider)
+    session = agent.create_session()
+    print(f"store: {store.name} ({store.url})")
+    print(f"session: {session.session_id}\n")
+    for text in TURNS:
+        reply = agent.run_sync(text, session)
+        print(f"  user      > {text}")
+        print(f"  assistant > {reply.text}")
+    expected_seen = 2 * len(TURNS) + 1
+    if store.supports("shared"):
+        store.close()
+        print("\nresuming the session by id in a second process ...\n")
+        child = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "chatkeep.cli",
+                "demo-resume",
+                "--url",
+                url,
+                "--session",
+                session.session_id,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        sys.stdout.write(child.stdout)
+        sys.stderr.write(child.stderr)
+        if child.returncode != 0:
+            print("chatkeep: the resuming process failed", file=sys.stderr)
+            return 1
+        reply_text = child.stdout
+    else:
+        print(f"\n{store.name!r} keeps data in this process only; resuming here instead.\n")
+        reply_text = _resume(store, session.session_id)
+        store.close()
+    if f"[seen {expected_seen}]" not in reply_text or repr(TURNS[0]) not in reply_text:
+        print("chatkeep: the resumed conversation did not see the history", file=sys.stderr)
+        return 1
+    print(f"\nthe model saw all {expected_seen - 1} earlier messages: history kept.")
+    return 0
+
+
+def _resume(store: Any, session_id: str) -> str:
+    agent = Agent(OfflineChatClient(), history_provider=HistoryProvider(store))
+    reply = agent.run_sync(RESUME_TURN, AgentSession(session_id))
+    out = f"  user      > {RESUME_TURN}\n  assistant > {reply.text}\n"
+    print(out, end="")
+    return out
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    print(f"process {os.getpid()}: session {args.session}")
+    with open_store(_url(args)) as store:
+        _resume(store, args.session)
+    return 0
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``demo`` (and its hidden helper ``demo-resume``) to the CLI."""
+    demo = commands.add_parser(
+        "demo", help="run a multi-turn conversation, then resume it in a second process"
+    )
+    demo.add_argument("--url", help=f"store URL (default: $CHATKEEP_URL or {DEFAULT_DEMO_URL})")
+    demo.set_defaults(handler=_cmd_demo)
+    resume = commands.add_parser("demo-resume")
+    resume.add_argument("--url", required=True)
+    resume.add_argument("--session", required=True)
+    resume.set_defaults(handler=_cmd_resume)
