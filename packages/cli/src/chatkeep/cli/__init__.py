@@ -1,0 +1,1 @@
+"""The ``chatkeep`` command line (entry point: :func:`chatkeep.cli.main.main`)."""

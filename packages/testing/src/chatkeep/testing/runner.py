@@ -1,0 +1,199 @@
+"""Run the conformance suite against a URL in this process and build a capability report."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from chatkeep.core import open_store, redact_url
+
+from .report import ConformanceReport, TestOutcome
+from .requirements import defining_mixin, requirement_for
+
+__all__ = ["run_conformance"]
+
+_HERE = Path(__file__).resolve().parent
+_HYPOTHESIS_STORAGE = "HYPOTHESIS_STORAGE_DIRECTORY"
+
+
+class _Collector:
+    """A pytest plugin that records each test's outcome under its report group."""
+
+    def __init__(self) -> None:
+        self.outcomes: dict[str, TestOutcome] = {}
+        self.collection_errors: list[str] = []
+
+    def _describe(self, nodeid: str) -> tuple[str, str]:
+        test = nodeid.rsplit("::", 1)[-1]
+        function = test.split("[", 1)[0]
+        # Imported only now, after pytest collected (and assert-rewrote) the suite.
+        from .suite import TestConformance
+
+        try:
+            mixin = defining_mixin(TestConformance, function)
+            group = requirement_for(TestConformance, function).group
+        except LookupError:
+            return test, "core"
+        return f"{mixin.__name__}.{test}", group
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Fold the setup, call and teardown phases of each test into one outcome."""
+        name, group = self._describe(report.nodeid)
+        previous = self.outcomes.get(report.nodeid)
+        if previous is not None and previous.outcome == "failed":
+            return
+        if report.failed:
+            phase = "" if report.when == "call" else f"(in {report.when}) "
+            outcome = TestOutcome(name, group, "failed", phase + _one_line(report))
+        elif report.skipped:
+            outcome = TestOutcome(name, group, "skipped", _skip_reason(report))
+        elif report.when == "call":
+            outcome = TestOutcome(name, group, "passed")
+        else:
+            return
+        self.outcomes[report.nodeid] = outcome
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Remember collection errors: they mean the suite did not run."""
+        if report.failed:
+            self.collection_errors.append(_one_line(report))
+
+
+def _without_password(text: str, url: str) -> str:
+    """``text`` with the URL's password (if any) masked, in case a driver echoed it."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return text
+    return text.replace(password, "***") if password else text
+
+
+def _one_line(report: pytest.TestReport | pytest.CollectReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None) or report.longreprtext.strip()
+    first = message.strip().splitlines()[0] if message.strip() else "failed"
+    return first if len(first) <= 240 else first[:237] + "..."
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr: Any = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return ""
+
+
+@contextlib.contextmanager
+def _hypothesis_storage_outside_cwd() -> Iterator[None]:
+    """Keep Hypothesis's cache files out of the caller's working directory during the run
+    (the suite keeps no example database, but Hypothesis caches other things there).
+
+    Done through the environment variable Hypothesis reads when it first needs storage:
+    importing Hypothesis here, before pytest starts, would stop pytest rewriting its asserts.
+    """
+    if os.environ.get(_HYPOTHESIS_STORAGE):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="chatkeep-conformance-") as directory:
+        os.environ[_HYPOTHESIS_STORAGE] = directory
+        try:
+            yield
+        finally:
+            del os.environ[_HYPOTHESIS_STORAGE]
+            configuration = sys.modules.get("hypothesis.configuration")
+            if configuration is not None:
+                # Forget the temporary directory (Hypothesis caches the choice).
+                configuration.set_hypothesis_home_dir(None)
+
+
+def _exit_name(exit_code: int) -> str:
+    try:
+        return f"{int(exit_code)} ({pytest.ExitCode(exit_code).name})"
+    except ValueError:  # a plugin's own exit status
+        return str(int(exit_code))
+
+
+def _pytest_args(url: str, extra_args: Sequence[str], quiet: bool) -> list[str]:
+    args = [
+        # The suite by path, not --pyargs: with no path argument that exists, pytest would
+        # load a conftest.py from the current directory.
+        str(_HERE / "suite.py"),
+        f"--chatkeep-url={url}",
+        # Our own configuration file, root and conftest boundary, so the calling project's
+        # pytest settings (addopts, filterwarnings = error, conftest files) stay out.
+        "-c",
+        str(_HERE / "runner.ini"),
+        f"--rootdir={_HERE}",
+        f"--confcutdir={_HERE}",
+        "-p",
+        "no:cacheprovider",
+    ]
+    if quiet:
+        args.append("-q")
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        args += ["-p", "chatkeep.testing.pytest_plugin"]
+    return [*args, *extra_args]
+
+
+def run_conformance(
+    url: str, *, extra_args: Sequence[str] = (), quiet: bool = False
+) -> ConformanceReport:
+    """Run the conformance suite against the store at ``url`` and report per capability.
+
+    The suite runs in this process through ``pytest.main``; ``extra_args`` are added to its
+    command line (``["-x"]``, ``["-k", "Slice"]``, ``["-n", "4"]`` with pytest-xdist).
+    pytest's own output goes to stdout unless ``quiet``, in which case it is kept in
+    ``report.output``. Never raises for a failing store; a store that cannot even be opened
+    gives a ``"failed"`` report whose ``error`` says why. Example::
+
+        report = run_conformance("sqlite:///tmp/c.db")
+        print(report.format())
+        assert report.ok, report.level
+    """
+    shown_url = redact_url(url)
+    try:
+        with open_store(url) as probe:
+            declared, backend = probe.capabilities, probe.name
+    except Exception as exc:
+        return ConformanceReport(
+            url=shown_url,
+            backend=None,
+            declared=frozenset(),
+            exit_code=int(pytest.ExitCode.USAGE_ERROR),
+            error=_without_password(f"could not open the store: {type(exc).__name__}: {exc}", url),
+        )
+
+    collector = _Collector()
+    args = _pytest_args(url, extra_args, quiet)
+    output: str | None = None
+    with _hypothesis_storage_outside_cwd():
+        if quiet:
+            buffer = io.StringIO()
+            with contextlib.redirect_stdout(buffer):
+                exit_code = pytest.main(args, plugins=[collector])
+            output = buffer.getvalue()
+        else:
+            exit_code = pytest.main(args, plugins=[collector])
+
+    error = None
+    if collector.collection_errors:
+        error = "the suite could not be collected: " + collector.collection_errors[0]
+    elif exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        error = f"pytest stopped with exit code {_exit_name(exit_code)}"
+    return ConformanceReport(
+        url=shown_url,
+        backend=backend,
+        declared=frozenset(declared),
+        outcomes=tuple(collector.outcomes.values()),
+        exit_code=int(exit_code),
+        error=error,
+        output=output,
+    )
