@@ -1,0 +1,171 @@
+"""Unit tests of URL and option parsing, and of the retry policy (no server needed)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+import pytest
+import redis.exceptions
+
+from chatkeep.core import StoreUnavailable
+from chatkeep.redis import InvalidOption, RedisStore
+from chatkeep.redis.config import parse_settings
+from chatkeep.redis.retrying import RetryPolicy
+
+
+def test_defaults() -> None:
+    settings = parse_settings("redis://127.0.0.1:6379/0")
+    assert settings.cluster is False
+    assert settings.namespace == "chatkeep:"
+    assert settings.ttl_ms is None
+    assert (settings.pool_size, settings.retries, settings.scan_count) == (50, 3, 1000)
+    assert settings.driver_url == "redis://127.0.0.1:6379/0"
+
+
+def test_chatkeep_options_come_out_of_the_query_and_the_rest_go_to_redis_py() -> None:
+    settings = parse_settings(
+        "rediss://u:p%40ss@h:7000/2?namespace=app%3A&ttl=1.5&pool_size=7&retries=0"
+        "&client_name=chat&ssl_cert_reqs=none"
+    )
+    assert settings.namespace == "app:"
+    assert settings.ttl_ms == 1500
+    assert settings.pool_size == 7
+    assert settings.retries == 0
+    assert settings.driver_url == "rediss://u:p%40ss@h:7000/2?client_name=chat&ssl_cert_reqs=none"
+    assert set(settings.secrets) == {"p%40ss", "p@ss"}
+    assert "p%40ss" not in settings.redacted_url and "p@ss" not in repr(settings)
+
+
+def test_keywords_win_over_the_query() -> None:
+    settings = parse_settings(
+        "redis://h?namespace=a:&ttl=5", namespace="b:", ttl=timedelta(minutes=1)
+    )
+    assert settings.namespace == "b:"
+    assert settings.ttl_ms == 60_000
+
+
+def test_cluster_urls_with_several_seeds() -> None:
+    settings = parse_settings("rediss+cluster://:pw@10.0.0.1:7000,10.0.0.2:7001,[::1]:7002")
+    assert settings.cluster is True
+    assert settings.driver_url == "rediss://:pw@10.0.0.1:7000"
+    assert settings.seeds == (("10.0.0.2", 7001), ("::1", 7002))
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://h", "not a Redis URL"),
+        ("redis+cluster://h/3", "only database 0"),
+        ("redis://a:1,b:2", r"needs redis\+cluster"),
+        ("redis://h?ttl=soon", "not a number"),
+        ("redis://h?ttl=0", "positive"),
+        ("redis://h?pool_size=0", ">= 1"),
+        ("redis://h?retries=-1", ">= 0"),
+        ("redis://h?namespace=%7Bx", "hash tag"),
+        ("redis+cluster://h:notaport", "invalid port"),
+    ],
+)
+def test_bad_urls_are_rejected_clearly(url: str, message: str) -> None:
+    with pytest.raises(InvalidOption, match=message) as caught:
+        RedisStore(url)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_bad_urls_never_echo_the_password() -> None:
+    with pytest.raises(ValueError) as caught:
+        RedisStore("redis+cluster://:hunter2@h/3")
+    assert "hunter2" not in str(caught.value)
+
+
+def test_bad_option_types() -> None:
+    with pytest.raises(TypeError):
+        RedisStore("redis://h", ttl="1")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        RedisStore("redis://h", pool_size=2.5)  # type: ignore[arg-type]
+
+
+def test_repr_shows_no_password() -> None:
+    store = RedisStore("redis://admin:hunter2@127.0.0.1:1/0", namespace="t:")
+    assert repr(store) == "<RedisStore url='redis://admin:***@127.0.0.1:1/0' namespace='t:'>"
+    store.close()
+
+
+# -- the retry policy ---------------------------------------------------------------------
+
+
+def test_backoff_grows_exponentially_up_to_the_cap() -> None:
+    policy = RetryPolicy(retries=10, backoff=0.1, backoff_max=1.0)
+    for attempt, base in [(1, 0.1), (2, 0.2), (3, 0.4), (4, 0.8), (5, 1.0), (9, 1.0)]:
+        delays = [policy.delay(attempt) for _ in range(50)]
+        assert all(base * 0.5 <= d <= base for d in delays)
+
+
+def test_policy_retries_then_succeeds() -> None:
+    calls = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise redis.exceptions.ConnectionError("reset")
+        return "ok"
+
+    assert RetryPolicy(retries=2, backoff=0).run("read", flaky) == "ok"
+    assert len(calls) == 3
+
+
+def test_policy_gives_up_with_store_unavailable(caplog: pytest.LogCaptureFixture) -> None:
+    policy = RetryPolicy(retries=2, backoff=0, describe="redis://h", secrets=("hunter2",))
+
+    def dead() -> None:
+        raise redis.exceptions.TimeoutError("timeout talking to hunter2")
+
+    caplog.set_level(logging.WARNING, logger="chatkeep.redis")
+    with pytest.raises(StoreUnavailable) as caught:
+        policy.run("append", dead)
+    message = str(caught.value)
+    assert "append failed 3 time(s)" in message and "redis://h" in message
+    assert "hunter2" not in message and "***" in message
+    assert caught.value.__cause__ is None  # the cause's text holds the secret: not chained
+    assert len(caplog.records) == 2 and "hunter2" not in caplog.text
+
+
+def test_policy_keeps_the_cause_when_it_is_safe() -> None:
+    def dead() -> None:
+        raise redis.exceptions.ConnectionError("refused")
+
+    with pytest.raises(StoreUnavailable) as caught:
+        RetryPolicy(retries=0).run("read", dead)
+    assert isinstance(caught.value.__cause__, redis.exceptions.ConnectionError)
+
+
+def test_policy_does_not_retry_authentication_failures() -> None:
+    calls = []
+
+    def denied() -> None:
+        calls.append(1)
+        raise redis.exceptions.AuthenticationError("invalid username-password pair")
+
+    with pytest.raises(StoreUnavailable, match="credentials"):
+        RetryPolicy(retries=5, backoff=0).run("read", denied)
+    assert len(calls) == 1
+
+
+def test_policy_does_not_retry_command_errors() -> None:
+    calls = []
+
+    def refused() -> None:
+        calls.append(1)
+        raise redis.exceptions.ResponseError("OOM command not allowed")
+
+    with pytest.raises(StoreUnavailable, match="refused"):
+        RetryPolicy(retries=5, backoff=0).run("append", refused)
+    assert len(calls) == 1
+
+
+def test_policy_lets_other_errors_through() -> None:
+    def buggy() -> None:
+        raise KeyError("not a redis error")
+
+    with pytest.raises(KeyError):
+        RetryPolicy().run("read", buggy)
