@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote_plus
 
 __all__ = ["redact_url"]
 
-_SECRET_KEY = re.compile(r"pass|secret|key|token|sig|credential|auth", re.IGNORECASE)
+_SECRET_KEY = re.compile(r"pass|secret|key|token|sig|credential|auth|connection", re.IGNORECASE)
+# Values that carry a secret whatever their key is called (Azure connection strings, SAS).
+_SECRET_VALUE = re.compile(r"accountkey=|sharedaccesssignature=|[?&;]?sig=", re.IGNORECASE)
 
 
 def redact_url(url: str) -> str:
@@ -34,7 +37,8 @@ def redact_url(url: str) -> str:
             fragment = "#" + fragment
         pieces = []
         for piece in query.split("&"):
-            key, eq, _value = piece.partition("=")
-            pieces.append(f"{key}=***" if eq and _SECRET_KEY.search(key) else piece)
+            key, eq, value = piece.partition("=")
+            secret = _SECRET_KEY.search(key) or _SECRET_VALUE.search(unquote_plus(value))
+            pieces.append(f"{key}=***" if eq and secret else piece)
         query = "&".join(pieces) + fragment
     return f"{scheme}{sep}{head}{qmark}{query}"

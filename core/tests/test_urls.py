@@ -1,0 +1,43 @@
+"""Secrets never survive redact_url, whatever the backend calls them."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatkeep.core import Store, redact_url
+from chatkeep.core.memory import MemoryStore
+
+SECRET = "s3cr3tValue"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"azblob://c/p?connection_string=DefaultEndpointsProtocol%3Dhttp%3BAccountKey%3D{SECRET}",
+        f"azblob://c/p?conn=AccountKey%3D{SECRET}%3BAccountName%3Ddev",
+        f"azblob://c/p?account_url=https%3A%2F%2Fa.blob%2F%3Fsv%3D1%26sig%3D{SECRET}",
+        f"azblob://c/p?sas=SharedAccessSignature%3Dsv%3D1%26sig%3D{SECRET}",
+        f"redis://user:{SECRET}@host:6379/0",
+        f"redis://user:ab/{SECRET}@host:6379/0",
+        f"postgresql://u:{SECRET}@h/db?sslmode=require",
+        f"s3://bucket/prefix?aws_secret_access_key={SECRET}",
+    ],
+)
+def test_secret_is_hidden(url: str) -> None:
+    shown = redact_url(url)
+    assert SECRET not in shown
+    assert "***" in shown
+    assert repr(Store(MemoryStore(), url=url)).count(SECRET) == 0
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite:///x.db?mode=ro",
+        "s3://bucket/prefix?endpoint_url=http://127.0.0.1:5000&region=us-east-1",
+        "azblob://container/prefix?api_version=2021-12-02",
+        "memory://",
+    ],
+)
+def test_plain_urls_are_unchanged(url: str) -> None:
+    assert redact_url(url) == url

@@ -1,0 +1,330 @@
+"""Carrying out :mod:`._operations` with the Azure SDK, sync and async.
+
+Every SDK failure becomes a :class:`~._operations.ServiceError` subclass that keeps only
+the HTTP status, the service's error code and the request id: the SDK's own messages can
+quote request signatures, so they are never passed on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from azure.core import MatchConditions
+from azure.core.exceptions import (
+    AzureError,
+    ClientAuthenticationError,
+    HttpResponseError,
+    ServiceRequestError,
+    ServiceResponseError,
+)
+
+from ._operations import (
+    AccessRefused,
+    Append,
+    Appended,
+    Blob,
+    BlobExists,
+    BlobMissing,
+    ConditionFailed,
+    ContainerMissing,
+    Create,
+    CreateContainer,
+    Created,
+    Delete,
+    Get,
+    Head,
+    ListNames,
+    Op,
+    OutcomeUnknown,
+    Rejected,
+    SegmentFull,
+    ServiceError,
+    SetMetadata,
+    Sleep,
+    Unreachable,
+    Upload,
+)
+
+__all__ = ["AsyncDriver", "LoopThread", "SyncDriver", "translate"]
+
+_FULL_CODES = frozenset({"BlockCountExceedsLimit", "MaxBlobSizeConditionNotMet"})
+T = TypeVar("T")
+
+_EXISTS_CODES = frozenset({"BlobAlreadyExists", "ContainerAlreadyExists"})
+
+
+def _code(error: HttpResponseError) -> str | None:
+    code = getattr(error, "error_code", None)  # set by the storage SDK's error processing
+    if code is None and error.response is not None:
+        headers = getattr(error.response, "headers", None) or {}
+        code = headers.get("x-ms-error-code")
+    return None if code is None else str(getattr(code, "value", code))
+
+
+def translate(error: AzureError) -> ServiceError:
+    """The :class:`ServiceError` for an SDK exception (status and code only)."""
+    if isinstance(error, ClientAuthenticationError):
+        status = error.status_code if error.response is not None else None
+        return AccessRefused(status, _code(error) if error.response is not None else None)
+    if isinstance(error, HttpResponseError) and error.status_code is not None:
+        status, code = error.status_code, _code(error)
+        if status == 412:
+            return ConditionFailed(status, code)
+        if status == 404:
+            if code == "ContainerNotFound":
+                return ContainerMissing(status, code)
+            return BlobMissing(status, code)
+        if status == 409 and code in _EXISTS_CODES:
+            return BlobExists(status, code)
+        if status == 409 and code in _FULL_CODES:
+            return SegmentFull(status, code)
+        if status in (401, 403):
+            return AccessRefused(status, code)
+        if status in (408, 429) or status >= 500:
+            return OutcomeUnknown(status, code)
+        return Rejected(status, code)
+    if isinstance(error, ServiceRequestError):
+        return Unreachable(None, type(error).__name__)
+    if isinstance(error, (ServiceResponseError, HttpResponseError)):
+        return OutcomeUnknown(None, type(error).__name__)
+    return OutcomeUnknown(None, type(error).__name__)
+
+
+def _total_size(content_range: str | None) -> int | None:
+    if not content_range or "/" not in content_range:
+        return None
+    tail = content_range.rsplit("/", 1)[1].strip()
+    return int(tail) if tail.isdigit() else None
+
+
+def _blob_from(data: bytes, offset: int, properties: Any, size: int) -> Blob:
+    return Blob(
+        data=data,
+        offset=offset,
+        size=size,
+        etag=str(properties.etag),
+        metadata=dict(properties.metadata or {}),
+        blocks=int(properties.append_blob_committed_block_count or 0),
+    )
+
+
+def _append_kwargs(op: Append) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"appendpos_condition": op.position}
+    if op.etag is not None:
+        kwargs["etag"] = op.etag
+        kwargs["match_condition"] = MatchConditions.IfNotModified
+    return kwargs
+
+
+def _appended(result: Any) -> Appended:
+    return Appended(
+        etag=str(result["etag"]),
+        offset=int(result["blob_append_offset"]),
+        blocks=int(result["blob_committed_block_count"]),
+    )
+
+
+class _ClientCache:
+    """Blob clients by name (building one parses URLs; turns reuse the same few). They
+    share the container client's pipeline, so connections are pooled. Thread-safe."""
+
+    def __init__(self, container: Any, size: int = 256) -> None:
+        self.container = container
+        self._size = size
+        self._lock = threading.Lock()
+        self._clients: OrderedDict[str, Any] = OrderedDict()
+
+    def get(self, name: str) -> Any:
+        with self._lock:
+            client = self._clients.get(name)
+            if client is None:
+                client = self._clients[name] = self.container.get_blob_client(name)
+                if len(self._clients) > self._size:
+                    self._clients.popitem(last=False)
+            return client
+
+
+class SyncDriver:
+    """Runs operations with a sync ``ContainerClient``."""
+
+    def __init__(self, container: Any) -> None:
+        self.container = container
+        self._blobs = _ClientCache(container)
+
+    def execute(self, op: Op) -> Any:
+        """Carry out ``op``; raise a :class:`ServiceError` on failure."""
+        try:
+            return self._execute(op)
+        except AzureError as error:
+            raise translate(error) from None
+
+    def _head(self, name: str, offset: int) -> Blob:
+        properties = self._blobs.get(name).get_blob_properties()
+        return _blob_from(b"", offset, properties, int(properties.size))
+
+    def _execute(self, op: Op) -> Any:
+        if isinstance(op, Get):
+            try:
+                stream = self._blobs.get(op.blob).download_blob(
+                    offset=op.offset, length=op.length, max_concurrency=1
+                )
+            except HttpResponseError as error:
+                if error.status_code == 416:  # offset at or past the end
+                    return self._head(op.blob, op.offset)
+                raise
+            data = stream.readall()
+            size = _total_size(stream.properties.content_range)
+            if size is None:
+                return self._head(op.blob, op.offset)
+            return _blob_from(data, op.offset, stream.properties, size)
+        if isinstance(op, Append):
+            result = self._blobs.get(op.blob).append_block(op.data, **_append_kwargs(op))
+            return _appended(result)
+        if isinstance(op, Head):
+            return self._head(op.blob, 0)
+        if isinstance(op, Create):
+            result = self._blobs.get(op.blob).create_append_blob(
+                metadata=dict(op.metadata), match_condition=MatchConditions.IfMissing
+            )
+            return Created(str(result["etag"]))
+        if isinstance(op, CreateContainer):
+            try:
+                self.container.create_container()
+            except HttpResponseError as error:
+                if error.status_code != 409:
+                    raise
+            return None
+        if isinstance(op, Upload):
+            self._blobs.get(op.blob).upload_blob(op.data, overwrite=True, max_concurrency=1)
+            return None
+        if isinstance(op, SetMetadata):
+            self._blobs.get(op.blob).set_blob_metadata(dict(op.metadata))
+            return None
+        if isinstance(op, Delete):
+            self._blobs.get(op.blob).delete_blob(delete_snapshots="include")
+            return None
+        if isinstance(op, ListNames):
+            return list(self.container.list_blob_names(name_starts_with=op.prefix))
+        if isinstance(op, Sleep):
+            time.sleep(op.seconds)
+            return None
+        raise TypeError(f"unknown operation {op!r}")
+
+    def close(self) -> None:
+        """Close the client's connections."""
+        self.container.close()
+
+
+class AsyncDriver:
+    """Runs operations with an ``azure.storage.blob.aio.ContainerClient``."""
+
+    def __init__(self, container: Any) -> None:
+        self.container = container
+        self._blobs = _ClientCache(container)
+
+    async def execute(self, op: Op) -> Any:
+        """Carry out ``op``; raise a :class:`ServiceError` on failure."""
+        try:
+            return await self._execute(op)
+        except AzureError as error:
+            raise translate(error) from None
+
+    async def _head(self, name: str, offset: int) -> Blob:
+        properties = await self._blobs.get(name).get_blob_properties()
+        return _blob_from(b"", offset, properties, int(properties.size))
+
+    async def _execute(self, op: Op) -> Any:
+        if isinstance(op, Get):
+            try:
+                stream = await self._blobs.get(op.blob).download_blob(
+                    offset=op.offset, length=op.length, max_concurrency=1
+                )
+            except HttpResponseError as error:
+                if error.status_code == 416:
+                    return await self._head(op.blob, op.offset)
+                raise
+            data = await stream.readall()
+            size = _total_size(stream.properties.content_range)
+            if size is None:
+                return await self._head(op.blob, op.offset)
+            return _blob_from(data, op.offset, stream.properties, size)
+        if isinstance(op, Append):
+            result = await self._blobs.get(op.blob).append_block(op.data, **_append_kwargs(op))
+            return _appended(result)
+        if isinstance(op, Head):
+            return await self._head(op.blob, 0)
+        if isinstance(op, Create):
+            result = await self._blobs.get(op.blob).create_append_blob(
+                metadata=dict(op.metadata), match_condition=MatchConditions.IfMissing
+            )
+            return Created(str(result["etag"]))
+        if isinstance(op, CreateContainer):
+            try:
+                await self.container.create_container()
+            except HttpResponseError as error:
+                if error.status_code != 409:
+                    raise
+            return None
+        if isinstance(op, Upload):
+            await self._blobs.get(op.blob).upload_blob(op.data, overwrite=True, max_concurrency=1)
+            return None
+        if isinstance(op, SetMetadata):
+            await self._blobs.get(op.blob).set_blob_metadata(dict(op.metadata))
+            return None
+        if isinstance(op, Delete):
+            await self._blobs.get(op.blob).delete_blob(delete_snapshots="include")
+            return None
+        if isinstance(op, ListNames):
+            names = self.container.list_blob_names(name_starts_with=op.prefix)
+            return [name async for name in names]
+        if isinstance(op, Sleep):
+            await asyncio.sleep(op.seconds)
+            return None
+        raise TypeError(f"unknown operation {op!r}")
+
+    async def close(self) -> None:
+        """Close the client's connections."""
+        await self.container.close()
+
+
+class LoopThread:
+    """An event loop on a daemon thread, started on first use, for the aio client."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether the loop is running."""
+        return self._loop is not None
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coroutine`` on the loop; a future for its result."""
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="chatkeep-azure-blob", daemon=True
+                )
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+
+    def stop(self) -> None:
+        """Stop the loop and join its thread (no-op if it never started)."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()

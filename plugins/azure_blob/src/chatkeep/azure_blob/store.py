@@ -1,0 +1,406 @@
+""":class:`AzureBlobStore`: chatkeep session logs in Azure Blob Storage append blobs.
+
+Open it by URL through the core::
+
+    from chatkeep.core import open_store
+
+    store = open_store("azblob://chats/prod?account_url=https://acct.blob.core.windows.net"
+                       "&credential=default")
+    store.append("session-1", [("m1", b"hello")])
+    store.read("session-1", start=-50)
+
+Every method has a native async twin (``aappend``, ``aread``, ...) on
+``azure.storage.blob.aio``. See the package README for the layout, limits and costs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar, TypeVar
+
+from azure.core.exceptions import AzureError
+
+from chatkeep.core import CorruptRecord, Record, StoreUnavailable
+
+from . import _read, _write
+from ._config import SCHEME, Settings, parse_settings
+from ._drivers import AsyncDriver, LoopThread, SyncDriver, translate
+from ._operations import (
+    AccessRefused,
+    BlobMissing,
+    ContainerMissing,
+    OutcomeUnknown,
+    ServiceError,
+    Step,
+    head,
+    run_async,
+    run_sync,
+)
+from ._state import (
+    Contended,
+    Log,
+    Restart,
+    SessionCache,
+    Unsettled,
+    session_id_from_metadata,
+)
+from .errors import AzureBlobAccessDenied, AzureBlobConfigError, AzureBlobError
+from .frames import FrameError
+from .names import decode_folder, encode_prefix, encode_session_id, is_hashed, segment_name
+
+__all__ = ["AzureBlobStore"]
+
+T = TypeVar("T")
+
+
+class AzureBlobStore:
+    """Session logs as append blobs in one container, under an optional name prefix.
+
+    ``container`` and ``prefix`` say where; the keyword options (also accepted in the
+    ``azblob://`` URL's query string) say how to authenticate and tune limits:
+
+    - ``connection_string=`` (or the ``AZURE_STORAGE_CONNECTION_STRING`` variable), or
+    - ``account_url=`` with ``account_key=``, ``sas_token=`` or ``credential=`` (an
+      azure-identity credential object, or ``"default"`` for ``DefaultAzureCredential``;
+      ``async_credential=`` gives the async twin of a custom credential);
+    - ``api_version=``, ``create_container=`` (default true), ``retries=``,
+      ``retry_backoff=``, ``timeout=``, ``connect_timeout=``, ``contention_timeout=``,
+      ``segment_blocks=``, ``segment_bytes=``, ``max_block_bytes=``, ``cache_sessions=``;
+    - ``transport=`` / ``async_transport=``: custom azure-core transports (tests, proxies).
+    """
+
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"delete", "list_sessions", "close", "shared", "durable"}
+    )
+
+    def __init__(self, container: str, prefix: str = "", **options: Any) -> None:
+        self._settings: Settings = parse_settings(
+            None, {"container": container, "prefix": prefix, **options}
+        )
+        self._setup()
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> AzureBlobStore:
+        """Open ``azblob://CONTAINER[/PREFIX][?option=value...]`` (options as keywords win)."""
+        store = cls.__new__(cls)
+        store._settings = parse_settings(url, options)
+        store._setup()
+        return store
+
+    def _setup(self) -> None:
+        settings = self._settings
+        self._cache = SessionCache(settings.cache_sessions, settings.limits.seen_ids)
+        self._lock = threading.Lock()
+        self._sync: SyncDriver | None = None
+        self._async: AsyncDriver | None = None
+        self._loop = LoopThread()
+
+    # -- description ------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The store's location as a URL without any option (so without secrets)."""
+        prefix = self._settings.root.rstrip("/")
+        return f"{SCHEME}://{self._settings.container}" + (f"/{prefix}" if prefix else "")
+
+    def __repr__(self) -> str:
+        settings = self._settings
+        return f"<AzureBlobStore {self.url} endpoint={settings.endpoint!r} auth={settings.auth!r}>"
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _log(self, session_id: str) -> Log:
+        folder = self._settings.root + encode_session_id(session_id)
+        seen = self._cache.seen(session_id)
+        return Log(session_id, folder, seen, self._settings.limits, self._settings.create_container)
+
+    def _sync_driver(self) -> SyncDriver:
+        driver = self._sync
+        if driver is not None:
+            return driver
+        if not self._settings.sync_available:
+            raise AzureBlobConfigError(
+                "this store was given only an async credential: use the async API "
+                "(aappend, aread, ...) or also pass a sync credential="
+            )
+        with self._lock:
+            if self._sync is None:
+                self._sync = SyncDriver(self._settings.sync_container())
+            return self._sync
+
+    def _async_driver(self) -> AsyncDriver:
+        with self._lock:
+            if self._async is None:
+                self._async = AsyncDriver(self._settings.async_container())
+            return self._async
+
+    def _run(self, step: Step[T]) -> T:
+        return run_sync(step, self._sync_driver().execute)
+
+    async def _arun(self, step: Step[T]) -> T:
+        # The aio client lives on the store's own event loop thread: its aiohttp session is
+        # bound to the loop that created it, and a store outlives callers' loops (each
+        # asyncio.run() makes a new one). Callers await it without blocking their loop.
+        return await self._on_loop(run_async(step, self._async_driver().execute))
+
+    async def _on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return await asyncio.wrap_future(self._loop.submit(coroutine))
+
+    @contextmanager
+    def _errors(self, session_id: str | None, action: str) -> Iterator[None]:
+        """Turn internal failures into chatkeep's typed errors (without secrets)."""
+        where = f" for session {session_id!r}" if session_id is not None else ""
+        try:
+            yield
+        except Unsettled as unsettled:
+            if session_id is not None:
+                self._cache.remember(session_id, unsettled.cursor)
+                self._cache.unsettled(session_id, unsettled.attempt)
+            cause = unsettled.__cause__
+            detail = f" ({_describe(cause)})" if isinstance(cause, ServiceError) else ""
+            raise StoreUnavailable(
+                f"Azure Blob Storage did not confirm an append{where}{detail}; the batch may "
+                "or may not be stored. Retrying the same append is safe: it will not be "
+                "stored twice."
+            ) from None
+        except Contended:
+            raise StoreUnavailable(
+                f"an append{where} lost the race to other writers for longer than "
+                f"{self._settings.limits.contention_timeout:g} s; nothing was stored"
+            ) from None
+        except Restart:
+            raise StoreUnavailable(
+                f"{action}{where} gave up: the session kept changing under it (deleted and "
+                "recreated, or growing faster than it could be read); try again"
+            ) from None
+        except AccessRefused as refused:
+            raise AzureBlobAccessDenied(
+                f"{action}{where} was refused ({_describe(refused)}) at "
+                f"{self._settings.endpoint} using {self._settings.auth}: check the credential "
+                "and that it may read, add, create, write, delete and list blobs",
+                status=refused.status,
+                error_code=refused.code,
+            ) from None
+        except OutcomeUnknown as unknown:
+            raise StoreUnavailable(
+                f"Azure Blob Storage at {self._settings.endpoint} did not answer {action}{where} "
+                f"({_describe(unknown)})"
+            ) from None
+        except ContainerMissing as missing:
+            raise AzureBlobConfigError(
+                f"{action}{where} failed: container {self._settings.container!r} does not "
+                "exist (create it, or allow create_container=true)",
+                status=missing.status,
+                error_code=missing.code,
+            ) from None
+        except ServiceError as error:
+            raise AzureBlobError(
+                f"Azure Blob Storage refused {action}{where} ({_describe(error)})",
+                status=error.status,
+                error_code=error.code,
+            ) from None
+        except FrameError as damaged:
+            assert session_id is not None
+            raise CorruptRecord(
+                session_id,
+                -1 if damaged.position is None else damaged.position,
+                f"{damaged.reason} (byte {damaged.offset} of a segment)",
+            ) from None
+
+    # -- the two hooks ----------------------------------------------------------------
+
+    def append(self, session_id: str, records: list[Record]) -> None:
+        """Append ``records`` atomically (one Append Block call in the common case)."""
+        attempts = self._cache.attempts(session_id)
+        with self._errors(session_id, "append"):
+            cursor = self._run(
+                _write.append(
+                    self._log(session_id), self._cache.cursor(session_id), records, attempts
+                )
+            )
+        self._cache.remember(session_id, cursor)
+        self._cache.settled(session_id, attempts)
+
+    async def aappend(self, session_id: str, records: list[Record]) -> None:
+        """Async :meth:`append`."""
+        if not self._settings.async_available:
+            await asyncio.to_thread(self.append, session_id, records)
+            return
+        attempts = self._cache.attempts(session_id)
+        with self._errors(session_id, "append"):
+            cursor = await self._arun(
+                _write.append(
+                    self._log(session_id), self._cache.cursor(session_id), records, attempts
+                )
+            )
+        self._cache.remember(session_id, cursor)
+        self._cache.settled(session_id, attempts)
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        """``log[start:stop]``: a tail read fetches only the segment's last bytes."""
+        with self._errors(session_id, "read"):
+            records, cursor = self._run(
+                _read.read(self._log(session_id), self._cache.cursor(session_id), start, stop)
+            )
+        self._cache.remember(session_id, cursor)
+        return records
+
+    async def aread(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        """Async :meth:`read`."""
+        if not self._settings.async_available:
+            return await asyncio.to_thread(self.read, session_id, start, stop)
+        with self._errors(session_id, "read"):
+            records, cursor = await self._arun(
+                _read.read(self._log(session_id), self._cache.cursor(session_id), start, stop)
+            )
+        self._cache.remember(session_id, cursor)
+        return records
+
+    # -- optional capabilities --------------------------------------------------------
+
+    def delete(self, session_id: str) -> None:
+        """Delete every blob of the session (segments and oversized batches)."""
+        self._cache.forget(session_id)
+        with self._errors(session_id, "delete"):
+            self._run(_write.delete(self._log(session_id)))
+        self._cache.forget(session_id)
+
+    async def adelete(self, session_id: str) -> None:
+        """Async :meth:`delete`."""
+        if not self._settings.async_available:
+            await asyncio.to_thread(self.delete, session_id)
+            return
+        self._cache.forget(session_id)
+        with self._errors(session_id, "delete"):
+            await self._arun(_write.delete(self._log(session_id)))
+        self._cache.forget(session_id)
+
+    def _listing_start(self, prefix: str | None) -> str:
+        return self._settings.root + encode_prefix(prefix or "")
+
+    def _session_of(self, item_name: str, prefix: str | None) -> str | tuple[str] | None:
+        """The session id a listed folder encodes, ``None`` to skip it, or ``(folder,)`` when
+        the id must be read from the folder's segment metadata (hashed names)."""
+        if not item_name.endswith("/"):
+            return None
+        folder = item_name[len(self._settings.root) : -1]
+        if is_hashed(folder):
+            return (folder,)
+        session_id = decode_folder(folder)
+        if session_id is None or (prefix and not session_id.startswith(prefix)):
+            return None
+        return session_id
+
+    def _hashed_step(self, folder: str, prefix: str | None) -> Step[str | None]:
+        try:
+            blob = yield from head(segment_name(self._settings.root + folder, 0))
+        except BlobMissing:
+            return None
+        session_id = session_id_from_metadata(blob.metadata)
+        if session_id is None or encode_session_id(session_id) != folder:
+            return None
+        if prefix and not session_id.startswith(prefix):
+            return None
+        return session_id
+
+    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+        """Yield stored session ids (starting with ``prefix``), one listing page at a time."""
+        with self._errors(None, "list_sessions"):
+            container = self._sync_driver().container
+            pages = container.walk_blobs(
+                name_starts_with=self._listing_start(prefix), delimiter="/"
+            )
+        iterator = iter(pages)
+        while True:
+            with self._errors(None, "list_sessions"):
+                try:
+                    item = next(iterator)
+                except StopIteration:
+                    return
+                except AzureError as error:
+                    translated = translate(error)
+                    if isinstance(translated, BlobMissing):  # no container: no sessions
+                        return
+                    raise translated from None
+                found = self._session_of(str(getattr(item, "name", "")), prefix)
+                if isinstance(found, tuple):
+                    found = self._run(self._hashed_step(found[0], prefix))
+            if found is not None:
+                yield found
+
+    async def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
+        """Async :meth:`list_sessions`."""
+        if not self._settings.async_available:
+            iterator = iter(await asyncio.to_thread(self.list_sessions, prefix))
+            done = object()
+            while (item := await asyncio.to_thread(next, iterator, done)) is not done:
+                assert isinstance(item, str)
+                yield item
+            return
+        with self._errors(None, "list_sessions"):
+            container = self._async_driver().container
+            pages = container.walk_blobs(
+                name_starts_with=self._listing_start(prefix), delimiter="/"
+            )
+        iterator = pages.__aiter__()
+        while True:
+            with self._errors(None, "list_sessions"):
+                try:
+                    item = await self._on_loop(iterator.__anext__())
+                except StopAsyncIteration:
+                    return
+                except AzureError as error:
+                    translated = translate(error)
+                    if isinstance(translated, BlobMissing):
+                        return
+                    raise translated from None
+                found = self._session_of(str(getattr(item, "name", "")), prefix)
+                if isinstance(found, tuple):
+                    found = await self._arun(self._hashed_step(found[0], prefix))
+            if found is not None:
+                yield found
+
+    def close(self) -> None:
+        """Close the clients and the store's event loop thread (idempotent)."""
+        with self._lock:
+            sync, self._sync = self._sync, None
+            driver, self._async = self._async, None
+        if sync is not None:
+            sync.close()
+        if driver is not None:
+            self._loop.submit(driver.close()).result(timeout=30)
+        self._close_credentials()
+        self._loop.stop()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        with self._lock:
+            sync, self._sync = self._sync, None
+            driver, self._async = self._async, None
+        if driver is not None:
+            await self._on_loop(driver.close())
+        if sync is not None:
+            await asyncio.to_thread(sync.close)
+        await asyncio.to_thread(self._close_credentials)
+        await asyncio.to_thread(self._loop.stop)
+
+    def _close_credentials(self) -> None:
+        settings = self._settings
+        if not settings.owns_credentials:
+            return
+        if settings.credential is not None:
+            settings.credential.close()
+        if settings.async_credential is not None and self._loop.started:
+            self._loop.submit(settings.async_credential.close()).result(timeout=30)
+
+
+def _describe(error: ServiceError) -> str:
+    parts = []
+    if error.status is not None:
+        parts.append(f"HTTP {error.status}")
+    if error.code:
+        parts.append(error.code)
+    return ", ".join(parts) or type(error).__name__
