@@ -1,0 +1,148 @@
+"""Versioned schema migrations, applied once under a transaction-scoped advisory lock.
+
+Many processes may start at once against an empty database: each checks the recorded
+version without locking (the common, already-migrated case costs one query), and only when
+something is missing takes ``pg_advisory_xact_lock`` for the schema, re-reads the applied
+versions and applies what is still missing, all in one transaction. Latecomers wait on the
+lock, then find nothing to do. DDL is transactional in PostgreSQL, so a failed migration
+leaves nothing half-applied.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from chatkeep.core import ChatkeepError
+
+from .schema import LATEST_VERSION, MIGRATIONS, Names
+
+__all__ = ["SchemaNotReady", "applied_version", "ensure_schema", "migration_script"]
+
+
+class SchemaNotReady(ChatkeepError, RuntimeError):
+    """The database lacks chatkeep's tables (or an older version) and ``migrate=False``.
+
+    Apply the migrations first: open the store once with ``migrate=True`` (the default) as a
+    role allowed to create tables, or run ``chatkeep.postgres.migration_script()`` as a DBA.
+    """
+
+
+def applied_version(conn: psycopg.Connection[Any], names: Names) -> int:
+    """The highest migration version recorded in the schema, 0 when none."""
+    qualified = names.migrations_table.as_string(conn)
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (qualified,)).fetchone()
+    if row is None or not row[0]:
+        return 0
+    found = conn.execute(
+        sql.SQL("SELECT coalesce(max(version), 0) FROM {}").format(names.migrations_table)
+    ).fetchone()
+    return int(found[0]) if found else 0
+
+
+def _create_bookkeeping(conn: psycopg.Connection[Any], names: Names) -> None:
+    exists = conn.execute(
+        "SELECT 1 FROM pg_namespace WHERE nspname = %s", (names.schema,)
+    ).fetchone()
+    if exists is None:
+        # Only when missing: CREATE SCHEMA IF NOT EXISTS still needs CREATE on the database,
+        # which managed services often withhold from application roles.
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(names.schema)))
+    conn.execute(
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} ("
+            " version integer PRIMARY KEY,"
+            " description text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        ).format(names.migrations_table)
+    )
+
+
+def ensure_schema(conn: psycopg.Connection[Any], names: Names, *, migrate: bool) -> int:
+    """Bring the schema to :data:`~chatkeep.postgres.schema.LATEST_VERSION`; return the
+    number of migrations applied by this call (0 when another process did them).
+
+    ``conn`` must not be in a transaction. Raises :class:`SchemaNotReady` when migrations
+    are pending and ``migrate`` is false.
+    """
+    conn.autocommit = True
+    if applied_version(conn, names) >= LATEST_VERSION:
+        return 0
+    if not migrate:
+        raise SchemaNotReady(
+            f"chatkeep's tables in schema {names.schema!r} (prefix {names.prefix!r}) are "
+            f"missing or older than version {LATEST_VERSION}, and migrate=False; apply the "
+            "migrations (open once with migrate=True, or run migration_script())"
+        )
+    applied_now = 0
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (names.lock_key,))
+        _create_bookkeeping(conn, names)
+        done = {
+            int(row[0])
+            for row in conn.execute(
+                sql.SQL("SELECT version FROM {}").format(names.migrations_table)
+            )
+        }
+        for migration in MIGRATIONS:
+            if migration.version in done:
+                continue
+            for statement in migration.statements(names, conn):
+                conn.execute(statement)
+            conn.execute(
+                sql.SQL("INSERT INTO {} (version, description) VALUES (%s, %s)").format(
+                    names.migrations_table
+                ),
+                (migration.version, migration.description),
+            )
+            applied_now += 1
+    return applied_now
+
+
+def migration_script(
+    conn: psycopg.Connection[Any], schema: str = "chatkeep", table_prefix: str = ""
+) -> str:
+    """The SQL a DBA can review and run by hand to create the latest schema.
+
+    ``conn`` is only used for quoting rules. Example::
+
+        with psycopg.connect(dsn) as conn:
+            print(migration_script(conn, schema="chat"))
+    """
+    from .options import check_identifier
+
+    names = Names(
+        check_identifier(schema, "schema"), check_identifier(table_prefix, "table_prefix")
+    )
+    lines = [
+        "BEGIN;",
+        f"SELECT pg_advisory_xact_lock({names.lock_key});",
+        sql.SQL("CREATE SCHEMA IF NOT EXISTS {};")
+        .format(sql.Identifier(names.schema))
+        .as_string(conn),
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (version integer PRIMARY KEY, "
+            "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());"
+        )
+        .format(names.migrations_table)
+        .as_string(conn),
+    ]
+    for migration in MIGRATIONS:
+        lines.append(f"-- migration {migration.version}: {migration.description}")
+        lines.extend(
+            statement.as_string(conn).strip().rstrip(";") + ";"
+            for statement in migration.statements(names, conn)
+        )
+        lines.append(
+            sql.SQL("INSERT INTO {} (version, description) VALUES ({}, {});")
+            .format(
+                names.migrations_table,
+                sql.Literal(migration.version),
+                sql.Literal(migration.description),
+            )
+            .as_string(conn)
+        )
+    lines.append("COMMIT;")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,383 @@
+"""The tables, functions and statements of the PostgreSQL backend, as composable SQL.
+
+Every name comes from a validated schema and table prefix and is quoted with
+``psycopg.sql.Identifier``; no SQL text is ever built from user input. Values always travel
+as bound parameters.
+
+Layout (``chatkeep`` schema and empty prefix by default; see README.md for the full story):
+
+``sessions``   one row per session: ``namespace``, ``session_id``, ``length`` (records stored,
+               which is also the next position), ``created_at``, ``updated_at``,
+               ``expires_at`` (``NULL``: never).
+``records``    one row per record: ``namespace``, ``session_id``, ``seq`` (0-based position,
+               gap-free, a total order within the session), ``record_id``, ``data`` (bytea,
+               byte-exact), ``created_at``.
+``messages``   a view for people: ``data`` decoded as ``jsonb`` where it is UTF-8 JSON.
+``append``, ``delete_session``, ``purge_expired``: server-side functions (one round trip).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from psycopg import sql
+
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "Names", "Queries"]
+
+
+@dataclass(frozen=True)
+class Names:
+    """Qualified, quoted names of every object in one (schema, table prefix)."""
+
+    schema: str
+    prefix: str
+
+    def __call__(self, name: str) -> sql.Identifier:
+        """``schema.<prefix><name>`` as a quoted identifier."""
+        return sql.Identifier(self.schema, self.prefix + name)
+
+    def bare(self, name: str) -> sql.Identifier:
+        """``<prefix><name>`` unqualified (constraint and index names)."""
+        return sql.Identifier(self.prefix + name)
+
+    @property
+    def migrations_table(self) -> sql.Identifier:
+        """The table recording applied migration versions."""
+        return self("schema_migrations")
+
+    @property
+    def lock_key(self) -> int:
+        """A stable 64-bit advisory-lock key for migrating this schema.
+
+        Per schema (not per prefix) so that two prefixes created at once never race on
+        ``CREATE SCHEMA``.
+        """
+        digest = hashlib.blake2b(f"chatkeep:{self.schema}".encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big", signed=True)
+
+
+def _statements(text: str, names: Names, parts: Sequence[str]) -> sql.Composed:
+    """Format ``text`` with ``{name}`` placeholders as qualified names (``name`` in
+    ``parts``) or bare identifiers (for ``{bare_<name>}``)."""
+    mapping: dict[str, sql.Composable] = {part: names(part) for part in parts}
+    for part in parts:
+        mapping["bare_" + part] = names.bare(part)
+    return sql.SQL(text).format(**mapping)
+
+
+_OBJECTS = (
+    "sessions",
+    "records",
+    "messages",
+    "append",
+    "delete_session",
+    "purge_expired",
+    "jsonb_or_null",
+    "sessions_pkey",
+    "sessions_expires_idx",
+    "records_pkey",
+    "records_record_id_key",
+)
+
+# -- migration 1: the initial layout ------------------------------------------------------
+
+_V1_TABLES = """
+CREATE TABLE {sessions} (
+    namespace  text COLLATE "C" NOT NULL DEFAULT '',
+    session_id text COLLATE "C" NOT NULL,
+    length     bigint NOT NULL DEFAULT 0 CHECK (length >= 0),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    expires_at timestamptz,
+    CONSTRAINT {bare_sessions_pkey} PRIMARY KEY (namespace, session_id)
+) WITH (fillfactor = 80);
+
+CREATE INDEX {bare_sessions_expires_idx} ON {sessions} (expires_at)
+    WHERE expires_at IS NOT NULL;
+
+CREATE TABLE {records} (
+    namespace  text COLLATE "C" NOT NULL DEFAULT '',
+    session_id text COLLATE "C" NOT NULL,
+    seq        bigint NOT NULL CHECK (seq >= 0),
+    record_id  text COLLATE "C" NOT NULL,
+    data       bytea NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT {bare_records_pkey} PRIMARY KEY (namespace, session_id, seq)
+);
+
+CREATE UNIQUE INDEX {bare_records_record_id_key}
+    ON {records} (namespace, session_id, md5(record_id));
+
+COMMENT ON TABLE {sessions} IS
+    'chatkeep: one row per session; length = records stored = next seq';
+COMMENT ON TABLE {records} IS
+    'chatkeep: one row per record; seq is the gap-free 0-based position in the session';
+"""
+
+# Why md5(record_id) in the unique index: a session id may be 512 characters (2 KiB of
+# UTF-8) and a record id 256 (1 KiB); together they exceed btree's 2704-byte row limit.
+
+_V1_APPEND = """
+DECLARE
+    v_count   integer := cardinality(p_ids);
+    v_end     bigint;
+    v_length  bigint;
+    v_added   integer;
+    v_ids     text[];
+    v_data    bytea[];
+BEGIN
+    -- Reserve positions by bumping the session's length, which also locks its row:
+    -- appenders to one session queue here, so positions never collide. An expired session
+    -- restarts from 0. One row write in the common case.
+    LOOP
+        UPDATE {sessions} AS s
+           SET length = CASE WHEN s.expires_at <= now() THEN 0 ELSE s.length END + v_count,
+               updated_at = now(),
+               expires_at = now() + p_ttl
+         WHERE s.namespace = p_namespace AND s.session_id = p_session_id
+        RETURNING s.length INTO v_end;
+        EXIT WHEN FOUND;
+        INSERT INTO {sessions} AS s (namespace, session_id, length, expires_at)
+        VALUES (p_namespace, p_session_id, v_count, now() + p_ttl)
+        ON CONFLICT DO NOTHING
+        RETURNING s.length INTO v_end;
+        EXIT WHEN FOUND;  -- else another appender created it just now: update instead
+    END LOOP;
+    v_length := v_end - v_count;
+
+    IF v_length = 0 THEN
+        -- A new session, or an expired one: no old record may resurface (or block a seq).
+        DELETE FROM {records} AS r
+         WHERE r.namespace = p_namespace AND r.session_id = p_session_id;
+    END IF;
+
+    -- Common path: every id is new and lands at v_length, v_length + 1, ... The arbiter
+    -- (unique) index skips ids already stored, whatever the planner's statistics say.
+    INSERT INTO {records} (namespace, session_id, seq, record_id, data)
+    SELECT p_namespace, p_session_id, v_length + b.ord - 1, b.record_id, b.data
+      FROM unnest(p_ids, p_data) WITH ORDINALITY AS b(record_id, data, ord)
+        ON CONFLICT (namespace, session_id, md5(record_id)) DO NOTHING;
+    GET DIAGNOSTICS v_added = ROW_COUNT;
+
+    IF v_added < v_count THEN
+        -- Rare path (a retried batch): some ids were stored already, so the rows just
+        -- inserted have holes between their positions. This runs under the session lock
+        -- with a fresh snapshot, so it sees every earlier append; close the holes by
+        -- re-inserting the new rows at consecutive positions, and correct the length.
+        SELECT array_agg(r.record_id ORDER BY r.seq), array_agg(r.data ORDER BY r.seq)
+          INTO v_ids, v_data
+          FROM {records} AS r
+         WHERE r.namespace = p_namespace AND r.session_id = p_session_id
+           AND r.seq >= v_length;
+        -- A skipped id must be stored under exactly that id: a different id with the same
+        -- md5 is refused loudly rather than dropped.
+        IF EXISTS (
+            SELECT 1 FROM unnest(p_ids) AS i(record_id)
+             WHERE NOT (i.record_id = ANY (coalesce(v_ids, ARRAY[]::text[])))
+               AND NOT EXISTS (
+                   SELECT 1 FROM {records} AS r
+                    WHERE r.namespace = p_namespace AND r.session_id = p_session_id
+                      AND md5(r.record_id) = md5(i.record_id)
+                      AND r.record_id = i.record_id))
+        THEN
+            RAISE EXCEPTION USING ERRCODE = 'unique_violation',
+                MESSAGE = 'chatkeep: two record ids of one session share an md5 digest';
+        END IF;
+        IF v_added > 0 THEN
+            DELETE FROM {records} AS r
+             WHERE r.namespace = p_namespace AND r.session_id = p_session_id
+               AND r.seq >= v_length;
+            INSERT INTO {records} (namespace, session_id, seq, record_id, data)
+            SELECT p_namespace, p_session_id, v_length + t.ord - 1, t.record_id, t.data
+              FROM unnest(v_ids, v_data) WITH ORDINALITY AS t(record_id, data, ord);
+        END IF;
+        UPDATE {sessions} AS s
+           SET length = v_length + v_added
+         WHERE s.namespace = p_namespace AND s.session_id = p_session_id;
+    END IF;
+    RETURN v_added;
+END
+"""
+
+_V1_DELETE = """
+BEGIN
+    -- Wait for in-flight appends, then delete with a fresh snapshot that sees them.
+    PERFORM 1 FROM {sessions} AS s
+      WHERE s.namespace = p_namespace AND s.session_id = p_session_id
+        FOR UPDATE;
+    DELETE FROM {records} AS r
+     WHERE r.namespace = p_namespace AND r.session_id = p_session_id;
+    DELETE FROM {sessions} AS s
+     WHERE s.namespace = p_namespace AND s.session_id = p_session_id;
+    RETURN FOUND;
+END
+"""
+
+_V1_PURGE = """
+DECLARE
+    v_purged integer;
+BEGIN
+    -- SKIP LOCKED: sessions being appended to right now are not expired any more.
+    WITH doomed AS (
+        SELECT s.namespace, s.session_id
+          FROM {sessions} AS s
+         WHERE s.expires_at <= now()
+           AND (p_namespace IS NULL OR s.namespace = p_namespace)
+         ORDER BY s.expires_at
+         LIMIT p_limit
+           FOR UPDATE SKIP LOCKED
+    ), gone AS (
+        DELETE FROM {records} AS r USING doomed AS d
+         WHERE r.namespace = d.namespace AND r.session_id = d.session_id
+    )
+    DELETE FROM {sessions} AS s USING doomed AS d
+     WHERE s.namespace = d.namespace AND s.session_id = d.session_id;
+    GET DIAGNOSTICS v_purged = ROW_COUNT;
+    RETURN v_purged;
+END
+"""
+
+_V1_JSONB = """
+BEGIN
+    RETURN convert_from(p_data, 'UTF8')::jsonb;
+EXCEPTION WHEN data_exception OR untranslatable_character
+            OR character_not_in_repertoire THEN
+    RETURN NULL;  -- not UTF-8 JSON (binary, compressed or encrypted records)
+END
+"""
+
+_V1_FUNCTIONS = """
+CREATE FUNCTION {append}(
+    p_namespace text, p_session_id text, p_ids text[], p_data bytea[], p_ttl interval)
+RETURNS integer LANGUAGE plpgsql VOLATILE AS {append_body};
+
+COMMENT ON FUNCTION {append}(text, text, text[], bytea[], interval) IS
+    'chatkeep: append a batch atomically; ids already stored are skipped; returns rows added';
+
+CREATE FUNCTION {delete_session}(p_namespace text, p_session_id text)
+RETURNS boolean LANGUAGE plpgsql VOLATILE AS {delete_body};
+
+CREATE FUNCTION {purge_expired}(p_namespace text DEFAULT NULL, p_limit integer DEFAULT 1000)
+RETURNS integer LANGUAGE plpgsql VOLATILE AS {purge_body};
+
+COMMENT ON FUNCTION {purge_expired}(text, integer) IS
+    'chatkeep: delete up to p_limit expired sessions (NULL namespace: all); returns count';
+
+CREATE FUNCTION {jsonb_or_null}(p_data bytea)
+RETURNS jsonb LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS {jsonb_body};
+
+CREATE VIEW {messages} AS
+SELECT r.namespace, r.session_id, r.seq AS position, r.record_id, r.created_at,
+       m.message ->> 'role' AS role, m.message, r.data
+  FROM {records} AS r
+  JOIN {sessions} AS s ON s.namespace = r.namespace AND s.session_id = r.session_id
+ CROSS JOIN LATERAL (SELECT {jsonb_or_null}(r.data) AS message OFFSET 0) AS m
+ WHERE s.expires_at IS NULL OR s.expires_at > now();
+
+COMMENT ON VIEW {messages} IS
+    'chatkeep: records of live sessions; message is the data as jsonb when it is UTF-8 JSON';
+"""
+
+
+def _render_body(body: str, names: Names, conn: object) -> sql.Literal:
+    """A function body, with its names quoted, as a string literal for ``CREATE FUNCTION``."""
+    composed = _statements(body, names, _OBJECTS)
+    return sql.Literal(composed.as_string(conn))  # type: ignore[arg-type]
+
+
+def _v1(names: Names, conn: object) -> list[sql.Composed]:
+    mapping: dict[str, sql.Composable] = {part: names(part) for part in _OBJECTS}
+    mapping["append_body"] = _render_body(_V1_APPEND, names, conn)
+    mapping["delete_body"] = _render_body(_V1_DELETE, names, conn)
+    mapping["purge_body"] = _render_body(_V1_PURGE, names, conn)
+    mapping["jsonb_body"] = _render_body(_V1_JSONB, names, conn)
+    return [
+        _statements(_V1_TABLES, names, _OBJECTS),
+        sql.SQL(_V1_FUNCTIONS).format(**mapping),
+    ]
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema version: its number, a description and the statements that apply it."""
+
+    version: int
+    description: str
+    statements: Callable[[Names, object], list[sql.Composed]]
+
+
+#: Every migration in order. Append new ones; never edit one that has shipped.
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "sessions, records, messages view, append/delete/purge functions", _v1),
+)
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+# -- the statements the store runs ----------------------------------------------------------
+
+_READ = """
+WITH bounds AS MATERIALIZED (
+    SELECT CASE WHEN %(start)s::bigint < 0 THEN greatest(s.length + %(start)s::bigint, 0)
+                ELSE %(start)s::bigint END AS low,
+           CASE WHEN %(stop)s::bigint IS NULL THEN s.length
+                WHEN %(stop)s::bigint < 0 THEN s.length + %(stop)s::bigint
+                ELSE least(%(stop)s::bigint, s.length) END AS high
+      FROM {sessions} AS s
+     WHERE s.namespace = %(namespace)s AND s.session_id = %(session_id)s
+       AND (s.expires_at IS NULL OR s.expires_at > now())
+)
+SELECT r.record_id, r.data
+  FROM {records} AS r
+ WHERE r.namespace = %(namespace)s AND r.session_id = %(session_id)s
+   AND r.seq >= (SELECT low FROM bounds) AND r.seq < (SELECT high FROM bounds)
+ ORDER BY r.seq
+"""
+# The bounds are computed first (a materialized CTE read through InitPlans), so the records
+# scan is always a primary-key range scan of exactly the slice, whatever the planner's
+# statistics say. (A plain join let a stats-less planner scan the whole session: O(n).)
+
+_LIST = """
+SELECT s.session_id
+  FROM {sessions} AS s
+ WHERE s.namespace = %(namespace)s
+   AND s.session_id >= %(lower)s AND s.session_id > %(after)s
+   {upper}
+   AND (s.expires_at IS NULL OR s.expires_at > now())
+ ORDER BY s.session_id
+ LIMIT %(limit)s
+"""
+
+
+@dataclass(frozen=True)
+class Queries:
+    """The statements of one (schema, prefix), rendered once to text for psycopg's caches."""
+
+    append: bytes
+    read: bytes
+    delete: bytes
+    purge: bytes
+    list_all: bytes
+    list_bounded: bytes
+
+    @classmethod
+    def render(cls, names: Names, conn: object) -> Queries:
+        """Render every statement with ``conn``'s quoting rules."""
+
+        def text(composable: sql.Composable) -> bytes:
+            return composable.as_bytes(conn)  # type: ignore[arg-type]
+
+        upper = sql.SQL("AND s.session_id < %(upper)s")
+        return cls(
+            append=text(
+                sql.SQL("SELECT {}(%s, %s, %s::text[], %s::bytea[], %s::interval)").format(
+                    names("append")
+                )
+            ),
+            read=text(_statements(_READ, names, _OBJECTS)),
+            delete=text(sql.SQL("SELECT {}(%s, %s)").format(names("delete_session"))),
+            purge=text(sql.SQL("SELECT {}(%s, %s)").format(names("purge_expired"))),
+            list_all=text(sql.SQL(_LIST).format(sessions=names("sessions"), upper=sql.SQL(""))),
+            list_bounded=text(sql.SQL(_LIST).format(sessions=names("sessions"), upper=upper)),
+        )
