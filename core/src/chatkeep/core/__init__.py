@@ -1,4 +1,5 @@
-"""chatkeep-core: the storage contract, plugin discovery, sessions, history and the agent loop.
+"""chatkeep-core: the storage contract, plugin discovery, sessions, history, log views
+(fork, undo, compaction), reducers and the agent loop.
 
 Quick start::
 
@@ -9,17 +10,33 @@ Quick start::
     print(agent.run_sync("Hello!", session).text)
 """
 
-from .agent import Agent, AgentResponse, ChatClient, ChatResponse
+from .agent import (
+    Agent,
+    AgentResponse,
+    AgentResponseStream,
+    ChatClient,
+    ChatResponse,
+    ChatResponseUpdate,
+    ConflictPolicy,
+    StreamingChatClient,
+)
 from .codec import EncodeError, decode_message, encode_message, message_from_dict, message_to_dict
+from .context import Context, ContextProvider
 from .errors import (
     CapabilityMissing,
     ChatkeepError,
     CorruptRecord,
+    HistoryConflict,
     InvalidRecord,
     InvalidSessionId,
+    MessageNotFound,
     PluginError,
+    SessionExists,
+    SessionNotFound,
     StoreUnavailable,
+    ToolLoopLimit,
     UnknownBackend,
+    ViewError,
 )
 from .history import (
     HistoryProvider,
@@ -46,58 +63,124 @@ from .messages import (
 from .offline import OfflineChatClient
 from .plugins import BackendInfo, backends, open_store
 from .records import Record, check_session_id
+from .reducers import (
+    CharacterTokenizer,
+    Pipeline,
+    Reducer,
+    ReducerTrigger,
+    SlidingWindowReducer,
+    SummarizationReducer,
+    TokenBudgetReducer,
+    Tokenizer,
+    ToolCallCollapseReducer,
+    TruncationReducer,
+)
 from .session import AgentSession, ProviderSessionState, StateBag, register_state_type
 from .store import CAPABILITIES, Backend, Store
+from .tools import Tool, ToolError, tool
 from .urls import redact_url
+from .views import (
+    Checkpoint,
+    acompact,
+    adelete_session,
+    afork,
+    alist_forks,
+    aread_view,
+    aundo,
+    compact,
+    delete_session,
+    fork,
+    list_forks,
+    read_view,
+    undo,
+)
 
 __all__ = [
     "CAPABILITIES",
     "Agent",
     "AgentResponse",
+    "AgentResponseStream",
     "AgentSession",
     "Backend",
     "BackendInfo",
     "CapabilityMissing",
+    "CharacterTokenizer",
     "ChatClient",
     "ChatResponse",
+    "ChatResponseUpdate",
     "ChatkeepError",
+    "Checkpoint",
+    "ConflictPolicy",
     "Content",
+    "Context",
+    "ContextProvider",
     "CorruptRecord",
     "DataContent",
     "EncodeError",
     "FunctionCallContent",
     "FunctionResultContent",
+    "HistoryConflict",
     "HistoryProvider",
     "InMemoryHistoryProvider",
     "InvalidRecord",
     "InvalidSessionId",
     "Message",
+    "MessageNotFound",
     "MessageSource",
     "OfflineChatClient",
+    "Pipeline",
     "PluginError",
     "ProviderSessionState",
     "ReasoningContent",
     "Record",
+    "Reducer",
+    "ReducerTrigger",
     "Role",
+    "SessionExists",
+    "SessionNotFound",
+    "SlidingWindowReducer",
     "StateBag",
     "Store",
     "StoreUnavailable",
+    "StreamingChatClient",
+    "SummarizationReducer",
     "TextContent",
+    "TokenBudgetReducer",
+    "Tokenizer",
+    "Tool",
+    "ToolCallCollapseReducer",
+    "ToolError",
+    "ToolLoopLimit",
+    "TruncationReducer",
     "UnknownBackend",
     "UnknownContent",
     "UriContent",
+    "ViewError",
+    "acompact",
+    "adelete_session",
+    "afork",
+    "alist_forks",
+    "aread_view",
+    "aundo",
     "backends",
     "check_session_id",
+    "compact",
     "decode_message",
     "decode_records",
+    "delete_session",
     "encode_message",
     "encode_records",
+    "fork",
     "hookimpl",
+    "list_forks",
     "message_from_dict",
     "message_to_dict",
     "new_id",
     "open_store",
     "read_messages",
+    "read_view",
     "redact_url",
     "register_state_type",
+    "tool",
+    "undo",
 ]

@@ -1,24 +1,117 @@
-"""A minimal agent whose ``run`` works the same whether the model service keeps the history
-(it returns a conversation id) or not (the history goes through a provider).
+"""The agent loop: history, context providers, function tools and streaming.
+
+``Agent.run`` works the same whether the model service keeps the history (it returns a
+conversation id) or not (the history goes through a provider). One run may take several
+model calls: while the model asks for function calls, the agent runs its tools and calls
+the model again with the results, up to ``max_tool_iterations`` rounds. Everything the run
+produced (tool calls, tool results, the final answer) is stored in order in one append
+when the run completes, and nothing when it fails.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import warnings
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
+from .codec import EncodeError, content_to_dict
+from .context import Context, ContextProvider
+from .errors import HistoryConflict, ToolLoopLimit
 from .history import HistoryProvider, InMemoryHistoryProvider
 from .ids import new_id
-from .messages import Message
+from .messages import (
+    Content,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    MessageSource,
+    ReasoningContent,
+    TextContent,
+)
 from .session import AgentSession
+from .tools import Tool, ToolError
 
-__all__ = ["Agent", "AgentResponse", "ChatClient", "ChatResponse"]
+__all__ = [
+    "Agent",
+    "AgentResponse",
+    "AgentResponseStream",
+    "ChatClient",
+    "ChatResponse",
+    "ChatResponseUpdate",
+    "ConflictPolicy",
+    "StreamingChatClient",
+]
 
 P = TypeVar("P")
+
+#: What :class:`Agent` does when it has a history provider but the service keeps the
+#: conversation itself: ``"warn"`` (default), ``"raise"`` or ``"clear"`` (silently stop
+#: using the local provider for that session).
+ConflictPolicy = Literal["warn", "raise", "clear"]
+_POLICIES = ("warn", "raise", "clear")
+
+
+@dataclass
+class ChatResponseUpdate:
+    """One piece of a streamed response: contents to add to the message ``message_id``
+    (a new message starts when the id or the role changes)."""
+
+    contents: list[Content] = field(default_factory=list)
+    role: str | None = None
+    message_id: str | None = None
+    author_name: str | None = None
+    conversation_id: str | None = None
+    additional_properties: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The text of this update's text contents."""
+        return "".join(c.text for c in self.contents if isinstance(c, TextContent))
+
+
+def _add_content(contents: list[Content], piece: Content) -> None:
+    """Add a streamed piece to a message's contents, joining it to the previous piece of
+    the same kind (text to text, a function call's argument chunks to the call)."""
+    last = contents[-1] if contents else None
+    if (
+        isinstance(piece, TextContent)
+        and isinstance(last, TextContent)
+        and not piece.additional_properties
+    ):
+        contents[-1] = replace(last, text=last.text + piece.text)
+        return
+    if (
+        isinstance(piece, ReasoningContent)
+        and isinstance(last, ReasoningContent)
+        and not piece.additional_properties
+    ):
+        text = (last.text or "") + (piece.text or "") if (last.text or piece.text) else None
+        contents[-1] = replace(
+            last, text=text, protected_data=piece.protected_data or last.protected_data
+        )
+        return
+    if isinstance(piece, FunctionCallContent):
+        for index, existing in enumerate(contents):
+            if not isinstance(existing, FunctionCallContent):
+                continue
+            if existing.call_id != piece.call_id and not (
+                piece.call_id == "" and index == len(contents) - 1
+            ):
+                continue
+            arguments: Any = piece.arguments
+            if isinstance(existing.arguments, str) and isinstance(piece.arguments, str):
+                arguments = existing.arguments + piece.arguments
+            elif piece.arguments is None:
+                arguments = existing.arguments
+            contents[index] = replace(
+                existing, name=existing.name or piece.name, arguments=arguments
+            )
+            return
+    contents.append(piece)
 
 
 @dataclass
@@ -39,6 +132,43 @@ class ChatResponse:
         """The text of the response's messages."""
         return "".join(message.text for message in self.messages)
 
+    @classmethod
+    def from_updates(cls, updates: Sequence[ChatResponseUpdate]) -> ChatResponse:
+        """The response a stream of updates adds up to."""
+        messages: list[Message] = []
+        conversation_id: str | None = None
+        for update in updates:
+            if update.conversation_id is not None:
+                conversation_id = update.conversation_id
+            if not update.contents and update.message_id is None and update.role is None:
+                continue
+            current = messages[-1] if messages else None
+            starts_new = (
+                current is None
+                or (
+                    update.message_id is not None
+                    and current.message_id is not None
+                    and update.message_id != current.message_id
+                )
+                or (update.role is not None and update.role != current.role)
+            )
+            if current is None or starts_new:
+                current = Message(
+                    update.role or "assistant",
+                    [],
+                    update.author_name,
+                    update.message_id,
+                    dict(update.additional_properties),
+                )
+                messages.append(current)
+            else:
+                current.message_id = current.message_id or update.message_id
+                current.author_name = current.author_name or update.author_name
+                current.additional_properties.update(update.additional_properties)
+            for piece in update.contents:
+                _add_content(current.contents, piece)
+        return cls(messages, conversation_id)
+
 
 @runtime_checkable
 class ChatClient(Protocol):
@@ -46,6 +176,7 @@ class ChatClient(Protocol):
 
     ``messages`` is everything the model should see for this call; ``conversation_id``
     is the service-side conversation to continue (``None`` for a new or client-managed one).
+    When the agent has tools it also passes ``tools=[Tool, ...]``.
     """
 
     def get_response(
@@ -53,9 +184,21 @@ class ChatClient(Protocol):
     ) -> ChatResponse | Awaitable[ChatResponse]: ...
 
 
+@runtime_checkable
+class StreamingChatClient(ChatClient, Protocol):
+    """A chat client that can also stream: ``get_streaming_response`` returns an async
+    (or plain) iterator of :class:`ChatResponseUpdate`. Optional: :meth:`Agent.run_stream`
+    falls back to ``get_response`` for clients without it."""
+
+    def get_streaming_response(
+        self, messages: list[Message], *, conversation_id: str | None = None
+    ) -> Any: ...
+
+
 @dataclass
 class AgentResponse:
-    """The result of :meth:`Agent.run`."""
+    """The result of :meth:`Agent.run`: every message the run produced (tool calls and
+    results included) and the session used."""
 
     messages: list[Message]
     session: AgentSession
@@ -64,6 +207,39 @@ class AgentResponse:
     def text(self) -> str:
         """The concatenated text of the response messages."""
         return "".join(message.text for message in self.messages)
+
+
+class AgentResponseStream:
+    """The updates of :meth:`Agent.run_stream`; iterate it once with ``async for``. After
+    the last update, :attr:`response` holds the stored run."""
+
+    def __init__(self, updates: AsyncIterator[ChatResponseUpdate], outcome: _Outcome) -> None:
+        self._updates = updates
+        self._outcome = outcome
+
+    def __aiter__(self) -> AgentResponseStream:
+        return self
+
+    async def __anext__(self) -> ChatResponseUpdate:
+        return await self._updates.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop early: nothing of the run is stored."""
+        closer = getattr(self._updates, "aclose", None)
+        if closer is not None:
+            await closer()
+
+    @property
+    def response(self) -> AgentResponse:
+        """The completed run (``RuntimeError`` before the stream is exhausted)."""
+        if self._outcome.response is None:
+            raise RuntimeError("the stream has not completed yet")
+        return self._outcome.response
+
+
+@dataclass
+class _Outcome:
+    response: AgentResponse | None = None
 
 
 def _as_messages(value: str | Message | Sequence[Message]) -> list[Message]:
@@ -78,16 +254,64 @@ def _as_messages(value: str | Message | Sequence[Message]) -> list[Message]:
     return messages
 
 
+def _unanswered_calls(messages: Sequence[Message]) -> list[FunctionCallContent]:
+    answered = {
+        c.call_id for m in messages for c in m.contents if isinstance(c, FunctionResultContent)
+    }
+    return [
+        c
+        for m in messages
+        for c in m.contents
+        if isinstance(c, FunctionCallContent) and c.call_id not in answered
+    ]
+
+
+def _storable(value: Any) -> Any:
+    """A tool's return value as something the codec stores losslessly (dataclasses and
+    pydantic models become dicts; anything else unstorable becomes its ``str``)."""
+    try:
+        content_to_dict(FunctionResultContent("probe", value))
+        return value
+    except EncodeError:
+        pass
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _storable(dataclasses.asdict(value))
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return _storable(dump(mode="json"))
+        except TypeError:
+            return _storable(dump())
+    if isinstance(value, Mapping):
+        return {str(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_storable(item) for item in value]
+    return str(value)
+
+
 class Agent:
     """Runs turns of a conversation against a :class:`ChatClient`.
 
     ::
 
-        agent = Agent(OfflineChatClient(), history_provider=HistoryProvider("sqlite:///c.db"))
+        agent = Agent(
+            OfflineChatClient(),
+            history_provider=HistoryProvider("sqlite:///c.db"),
+            tools=[get_weather],                    # plain functions, sync or async
+            context_providers=[UserFacts()],
+        )
         session = agent.create_session()
         await agent.run("Hello", session)
+        async for update in agent.run_stream("Weather in Oslo?", session):
+            print(update.text, end="")
         again = AgentSession(session.session_id)   # later, another process: resume by id
         await agent.run("What did I say?", again)
+
+    ``max_tool_iterations`` bounds the rounds of tool calls in one run
+    (:class:`~chatkeep.core.errors.ToolLoopLimit` beyond). ``conflict_policy`` says what
+    happens when a history provider is configured but the service keeps the conversation
+    itself: ``"warn"`` (default), ``"raise"`` (:class:`~chatkeep.core.errors.HistoryConflict`)
+    or ``"clear"`` (drop the local provider for that session without a warning).
     """
 
     def __init__(
@@ -97,11 +321,27 @@ class Agent:
         history_provider: HistoryProvider | None = None,
         instructions: str | None = None,
         name: str | None = None,
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        context_providers: Sequence[ContextProvider] = (),
+        max_tool_iterations: int = 8,
+        conflict_policy: ConflictPolicy = "warn",
     ) -> None:
+        if type(max_tool_iterations) is not int or max_tool_iterations < 0:
+            raise ValueError("max_tool_iterations must be a non-negative int")
+        if conflict_policy not in _POLICIES:
+            raise ValueError(f"conflict_policy must be one of {_POLICIES}, not {conflict_policy!r}")
         self.client = client
         self.history_provider = history_provider
         self.instructions = instructions
         self.name = name
+        self.tools: list[Tool] = [Tool.from_function(t) for t in tools]
+        names = [t.name for t in self.tools]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise ValueError(f"two tools are named {', '.join(duplicated)}")
+        self.context_providers = list(context_providers)
+        self.max_tool_iterations = max_tool_iterations
+        self.conflict_policy: ConflictPolicy = conflict_policy
 
     def create_session(self, session_id: str | None = None) -> AgentSession:
         """A new session (or a handle to resume ``session_id``)."""
@@ -109,7 +349,7 @@ class Agent:
 
     def get_service(self, service_type: type[P]) -> P | None:
         """The agent's component of ``service_type`` (e.g. its :class:`HistoryProvider`)."""
-        for candidate in (self.history_provider, self.client):
+        for candidate in (self.history_provider, self.client, *self.context_providers):
             if isinstance(candidate, service_type):
                 return candidate
         return None
@@ -122,61 +362,275 @@ class Agent:
         """The session :meth:`serialize_session` produced."""
         return AgentSession.from_dict(data)
 
+    # -- calling the model ---------------------------------------------------------------
+
+    @staticmethod
+    def _client_options(conversation_id: str | None, tools: Sequence[Tool]) -> dict[str, Any]:
+        options: dict[str, Any] = {"conversation_id": conversation_id}
+        if tools:  # clients written before tools existed need not accept the keyword
+            options["tools"] = list(tools)
+        return options
+
     async def _call_client(
-        self, messages: list[Message], conversation_id: str | None
+        self, messages: list[Message], conversation_id: str | None, tools: Sequence[Tool] = ()
     ) -> ChatResponse:
-        result = self.client.get_response(messages, conversation_id=conversation_id)
+        result = self.client.get_response(messages, **self._client_options(conversation_id, tools))
         if inspect.isawaitable(result):
             result = await result
         if not isinstance(result, ChatResponse):
             raise TypeError(f"chat client returned {type(result).__name__}, not ChatResponse")
         return result
 
+    async def _stream_client(
+        self, messages: list[Message], conversation_id: str | None, tools: Sequence[Tool]
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        method = getattr(self.client, "get_streaming_response", None)
+        if method is None:  # not a streaming client: one update per message
+            response = await self._call_client(messages, conversation_id, tools)
+            for index, message in enumerate(response.messages):
+                last = index == len(response.messages) - 1
+                yield ChatResponseUpdate(
+                    list(message.contents),
+                    message.role,
+                    message.message_id,
+                    message.author_name,
+                    response.conversation_id if last else None,
+                    dict(message.additional_properties),
+                )
+            if not response.messages and response.conversation_id is not None:
+                yield ChatResponseUpdate(conversation_id=response.conversation_id)
+            return
+        stream = method(messages, **self._client_options(conversation_id, tools))
+        if inspect.isawaitable(stream):
+            stream = await stream
+        if hasattr(stream, "__aiter__"):
+            async for update in stream:
+                yield self._check_update(update)
+        else:
+            for update in stream:
+                yield self._check_update(update)
+
+    @staticmethod
+    def _check_update(update: object) -> ChatResponseUpdate:
+        if not isinstance(update, ChatResponseUpdate):
+            raise TypeError(
+                f"streaming chat client yielded {type(update).__name__}, not ChatResponseUpdate"
+            )
+        return update
+
+    async def _run_tools(
+        self, calls: Sequence[FunctionCallContent], tools: Mapping[str, Tool]
+    ) -> Message:
+        results: list[Content] = []
+        for call in calls:
+            tool = tools.get(call.name)
+            if tool is None:
+                results.append(
+                    FunctionResultContent(call.call_id, exception=f"unknown tool {call.name!r}")
+                )
+                continue
+            try:
+                value = await tool.invoke(call.arguments)
+            except ToolError as exc:
+                results.append(FunctionResultContent(call.call_id, exception=str(exc)))
+            except Exception as exc:  # the model is told, and may recover
+                results.append(
+                    FunctionResultContent(call.call_id, exception=f"{type(exc).__name__}: {exc}")
+                )
+            else:
+                results.append(FunctionResultContent(call.call_id, result=_storable(value)))
+        return Message("tool", results, message_id=new_id())
+
+    # -- runs -----------------------------------------------------------------------------
+
+    async def _gather_context(
+        self, session: AgentSession, request: list[Message]
+    ) -> tuple[list[Message], list[str], list[Tool]]:
+        messages: list[Message] = []
+        instructions: list[str] = []
+        tools: list[Tool] = []
+        for provider in self.context_providers:
+            context = await provider.invoking(session, list(request))
+            if context is None:
+                continue
+            if not isinstance(context, Context):
+                raise TypeError(
+                    f"{provider!r}.invoking returned {type(context).__name__}, not Context"
+                )
+            messages.extend(
+                m.tagged(MessageSource.CONTEXT_PROVIDER, provider.source_id)
+                for m in self._with_ids(context.messages)
+            )
+            if context.instructions:
+                instructions.append(context.instructions)
+            tools.extend(Tool.from_function(t) for t in context.tools)
+        return messages, instructions, tools
+
+    async def _context_invoked(
+        self,
+        session: AgentSession,
+        request: list[Message],
+        response: list[Message],
+        error: BaseException | None,
+    ) -> None:
+        for provider in self.context_providers:
+            await provider.invoked(session, request, response, error=error)
+
+    async def _model_loop(
+        self,
+        sent: list[Message],
+        tools: Mapping[str, Tool],
+        streaming: bool,
+        produced: list[Message],
+        conversation: list[str | None],
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        """Call the model, run the tools it asks for, call it again with the results, ...
+        Collects the messages in ``produced``; ``conversation[0]`` tracks the service's
+        conversation id."""
+        outgoing = sent
+        tool_list = list(tools.values())
+        for round_number in range(self.max_tool_iterations + 1):
+            if streaming:
+                updates: list[ChatResponseUpdate] = []
+                async for update in self._stream_client(outgoing, conversation[0], tool_list):
+                    updates.append(update)
+                    yield update
+                response = ChatResponse.from_updates(updates)
+            else:
+                response = await self._call_client(outgoing, conversation[0], tool_list)
+            new = self._with_ids(response.messages)
+            produced.extend(new)
+            if response.conversation_id is not None:
+                conversation[0] = response.conversation_id
+            calls = _unanswered_calls(new)
+            if not calls or not tools:
+                return
+            if round_number == self.max_tool_iterations:
+                raise ToolLoopLimit(self.max_tool_iterations)
+            results = await self._run_tools(calls, tools)
+            produced.append(results)
+            if streaming:
+                yield ChatResponseUpdate(
+                    list(results.contents), role="tool", message_id=results.message_id
+                )
+            # A service that keeps the conversation only needs what is new.
+            outgoing = [results] if conversation[0] is not None else [*sent, *produced]
+
+    async def _record(
+        self,
+        session: AgentSession,
+        *,
+        provider: HistoryProvider | None,
+        to_send: list[Message],
+        request: list[Message],
+        produced: list[Message],
+        conversation_id: str | None,
+    ) -> None:
+        """Store the completed run (or not, when the service keeps the conversation)."""
+        configured = provider is not None and provider is self.history_provider
+        if conversation_id is not None and provider is not None:
+            # The service keeps the history: nothing is stored locally.
+            await provider.invoked(session, to_send, (), error=_ServiceKeepsHistory())
+            if configured and self.conflict_policy == "raise":
+                conflict = HistoryConflict(
+                    f"{type(self.client).__name__} keeps the conversation itself, but the agent "
+                    f"has a {type(provider).__name__}; remove one of them or use "
+                    "conflict_policy='clear'"
+                )
+                await self._context_invoked(session, request, produced, conflict)
+                raise conflict
+            if configured and self.conflict_policy == "warn":
+                warnings.warn(
+                    f"{type(self.client).__name__} keeps the conversation itself, so the "
+                    f"configured {type(provider).__name__} is not used for this session",
+                    stacklevel=5,
+                )
+        elif provider is not None:
+            if not configured:
+                self.history_provider = provider
+            await provider.invoked(session, to_send, produced)
+        session.conversation_id = conversation_id
+        await self._context_invoked(session, request, produced, None)
+
+    async def _execute(
+        self,
+        input: str | Message | Sequence[Message],
+        session: AgentSession,
+        streaming: bool,
+        outcome: _Outcome,
+    ) -> AsyncIterator[ChatResponseUpdate]:
+        request = self._with_ids(_as_messages(input))
+        added, extra_instructions, extra_tools = await self._gather_context(session, request)
+        tools: dict[str, Tool] = {}
+        for item in [*self.tools, *extra_tools]:
+            tools.setdefault(item.name, item)
+        instructions = "\n\n".join(
+            text for text in [self.instructions or "", *extra_instructions] if text
+        )
+        preamble = [Message.system(instructions)] if instructions else []
+
+        provider: HistoryProvider | None = None
+        if session.conversation_id is None:
+            # With no provider configured, an in-memory one reads the session's state (a
+            # deserialized session may carry history) and is kept once the service shows
+            # it keeps nothing.
+            provider = self.history_provider or InMemoryHistoryProvider()
+            to_send = await provider.invoking(session, [*added, *request])
+        else:
+            to_send = [*added, *request]  # the service keeps this conversation
+
+        produced: list[Message] = []
+        conversation: list[str | None] = [session.conversation_id]
+        try:
+            async for update in self._model_loop(
+                [*preamble, *to_send], tools, streaming, produced, conversation
+            ):
+                yield update
+        except BaseException as error:
+            if provider is not None:
+                await provider.invoked(session, to_send, (), error=error)
+            await self._context_invoked(session, request, [], error)
+            raise
+        await self._record(
+            session,
+            provider=provider,
+            to_send=to_send,
+            request=request,
+            produced=produced,
+            conversation_id=conversation[0],
+        )
+        outcome.response = AgentResponse(produced, session)
+
     async def run(
         self,
         input: str | Message | Sequence[Message],
         session: AgentSession | None = None,
     ) -> AgentResponse:
-        """Run one turn: send ``input`` (with the history, when the client keeps none) and
-        record the turn. Returns the response messages and the session used."""
+        """Run one turn: send ``input`` (with the history, when the client keeps none),
+        run requested tools, and record the turn. Returns every message the turn produced
+        (tool calls and results included) and the session used."""
         session = session or self.create_session()
-        request = self._with_ids(_as_messages(input))
-        preamble = [Message.system(self.instructions)] if self.instructions else []
-        provider = self.history_provider
+        outcome = _Outcome()
+        async for _ in self._execute(input, session, False, outcome):
+            pass
+        assert outcome.response is not None
+        return outcome.response
 
-        if session.conversation_id is not None:
-            # The service keeps this conversation: send only what is new.
-            response = await self._call_client(preamble + request, session.conversation_id)
-            self._adopt_conversation(session, response)
-            return AgentResponse(self._with_ids(response.messages), session)
+    def run_stream(
+        self,
+        input: str | Message | Sequence[Message],
+        session: AgentSession | None = None,
+    ) -> AgentResponseStream:
+        """Run one turn, streaming: ``async for update in agent.run_stream(...)``.
 
-        # With no provider configured, an in-memory one reads the session's state (a
-        # deserialized session may carry history) and is kept once the service shows it
-        # keeps nothing.
-        configured = provider is not None
-        if provider is None:
-            provider = InMemoryHistoryProvider()
-        to_send = await provider.invoking(session, request)
-        try:
-            response = await self._call_client(preamble + to_send, None)
-        except BaseException as error:
-            await provider.invoked(session, to_send, (), error=error)
-            raise
-        messages = self._with_ids(response.messages)
-        if response.conversation_id is not None:
-            await provider.invoked(session, to_send, (), error=_ServiceKeepsHistory())
-            if configured:
-                warnings.warn(
-                    f"{type(self.client).__name__} keeps the conversation itself, so the "
-                    f"configured {type(provider).__name__} is not used for this session",
-                    stacklevel=2,
-                )
-            self._adopt_conversation(session, response)
-            return AgentResponse(messages, session)
-        if not configured:
-            self.history_provider = provider
-        await provider.invoked(session, to_send, messages)
-        return AgentResponse(messages, session)
+        Yields the model's updates as they arrive (and one update per round of tool
+        results). The whole turn, tool calls included, is stored once the stream completes;
+        nothing is stored if it fails or is abandoned. Clients without
+        ``get_streaming_response`` are called with ``get_response``.
+        """
+        session = session or self.create_session()
+        outcome = _Outcome()
+        return AgentResponseStream(self._execute(input, session, True, outcome), outcome)
 
     def run_sync(
         self,
@@ -189,10 +643,6 @@ class Agent:
     @staticmethod
     def _with_ids(messages: Sequence[Message]) -> list[Message]:
         return [m if m.message_id else replace(m, message_id=new_id()) for m in messages]
-
-    @staticmethod
-    def _adopt_conversation(session: AgentSession, response: ChatResponse) -> None:
-        session.conversation_id = response.conversation_id or session.conversation_id
 
 
 class _ServiceKeepsHistory(Exception):

@@ -12,11 +12,17 @@ __all__ = [
     "CapabilityMissing",
     "ChatkeepError",
     "CorruptRecord",
+    "HistoryConflict",
     "InvalidRecord",
     "InvalidSessionId",
+    "MessageNotFound",
     "PluginError",
+    "SessionExists",
+    "SessionNotFound",
     "StoreUnavailable",
+    "ToolLoopLimit",
     "UnknownBackend",
+    "ViewError",
 ]
 
 
@@ -106,3 +112,60 @@ class StoreUnavailable(ChatkeepError, ConnectionError):
     When raised from ``append``, the batch is either fully stored or not at all; retrying the
     same call is safe (same-batch retries are idempotent).
     """
+
+
+class SessionNotFound(ChatkeepError, LookupError):
+    """An operation that needs an existing session (``fork``, ``sessions show``) was given
+    the id of a session that has no records."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"session {session_id!r} does not exist (it has no records)")
+
+
+class SessionExists(ChatkeepError, ValueError):
+    """A new session was requested under an id that already holds records."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(
+            f"session {session_id!r} already exists; pick another id or leave it to chatkeep"
+        )
+
+
+class MessageNotFound(ChatkeepError, LookupError):
+    """A message id (``fork(at=...)``) is not a record of the session or its fork ancestry."""
+
+    def __init__(self, session_id: str, message_id: str) -> None:
+        self.session_id = session_id
+        self.message_id = message_id
+        super().__init__(
+            f"message {message_id!r} is not stored in session {session_id!r} "
+            "(nor in the sessions it was forked from)"
+        )
+
+
+class ViewError(ChatkeepError, ValueError):
+    """A log-view operation (undo, fork, delete with forks) cannot be done safely; the
+    message says why. Nothing was changed."""
+
+
+class ToolLoopLimit(ChatkeepError, RuntimeError):
+    """The model kept asking for tools past the agent's ``max_tool_iterations``.
+
+    Nothing of the turn was stored. Raise the limit, or check that the tools return what
+    the model needs to finish.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"the model was still calling tools after {limit} rounds of tool calls "
+            "(Agent(max_tool_iterations=...)); nothing of this turn was stored"
+        )
+
+
+class HistoryConflict(ChatkeepError, RuntimeError):
+    """The agent has a history provider, but the model service keeps the conversation
+    itself (it returned a conversation id) and the agent's ``conflict_policy`` is
+    ``"raise"``."""

@@ -1,31 +1,38 @@
 """History providers: load a session's messages before a model call, store the new ones
 after it (DESIGN section 5).
 
-:class:`HistoryProvider` is a template method. ``invoking`` loads history, applies the
-reducer, applies the output filter, tags each loaded message (a copy) as ``CHAT_HISTORY``
-and returns history followed by the request. ``invoked`` stores nothing when the model
-call raised; otherwise it keeps the request messages the request filter lets through
-(by default: not ``CHAT_HISTORY``, not ``CONTEXT_PROVIDER`` unless asked), adds the
-response messages the response filter lets through, drops any message already stored,
-strips tags, and appends the lot in one call. Subclasses override :meth:`load` and
-:meth:`save` to keep history somewhere other than a :class:`~chatkeep.core.store.Store`.
+:class:`HistoryProvider` is a template method. ``invoking`` loads history (the session's
+*view*: undo, forks and compaction checkpoints applied, see :mod:`chatkeep.core.views`),
+applies the reducer when its trigger is ``BEFORE_RETRIEVAL``, applies the output filter,
+tags each loaded message (a copy) as ``CHAT_HISTORY`` and returns history followed by the
+request. ``invoked`` stores nothing when the model call raised; otherwise it keeps the
+request messages the request filter lets through (by default: not ``CHAT_HISTORY``, not
+``CONTEXT_PROVIDER`` unless asked), adds the response messages the response filter lets
+through, drops any message already stored, strips tags, and appends the lot in one call
+(with a compaction checkpoint when the trigger is ``AFTER_MESSAGE_ADDED`` and the reducer
+changed the view). Subclasses override :meth:`load` and :meth:`save` to keep history
+somewhere other than a :class:`~chatkeep.core.store.Store`.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+import json
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from .codec import decode_message, encode_message, message_from_dict, message_to_dict
+from .codec import encode_message, message_to_dict
 from .errors import CorruptRecord
 from .ids import new_id
 from .messages import Message, MessageSource
 from .plugins import open_store
 from .records import Record
+from .reducers import Reducer, ReducerTrigger, apply_reducer, drop_orphan_results, max_window
 from .session import AgentSession, ProviderSessionState
 from .store import Store
+from .views import Checkpoint, ViewBuilder, aread_view
+from .views._control import Control, parse_entry
 
 __all__ = [
     "HistoryProvider",
@@ -38,24 +45,28 @@ __all__ = [
 ]
 
 MessageFilter = Callable[[Sequence[Message]], list[Message]]
-#: A reducer turns a history into a shorter one (sync or async).
-Reducer = Callable[[list[Message]], list[Message] | Awaitable[list[Message]]]
 
 
 def decode_records(
     session_id: str, records: Sequence[Record], first_position: int = 0
 ) -> list[Message]:
-    """Decode stored records into messages.
+    """Decode stored records into messages, as stored: the raw log, not the view.
 
+    Control records (``chatkeep.*``: retracts, checkpoints, fork links) are skipped, so
+    retracted messages are still here (the audit trail); use
+    :func:`chatkeep.core.views.read_view` for what a conversation looks like now.
     Raises :class:`CorruptRecord` naming the session and position (``first_position`` is
-    the position of ``records[0]``; negative positions count from the end of the log).
+    the position of ``records[0]``; negative positions count from the end of the log),
+    also for a control record of a kind this version does not know.
     """
     messages: list[Message] = []
     for offset, record in enumerate(records):
         try:
-            message = decode_message(record.data)
+            message = parse_entry(record.data)
         except ValueError as exc:
             raise CorruptRecord(session_id, first_position + offset, str(exc), record.id) from exc
+        if isinstance(message, Control):
+            continue
         if message.message_id is None:
             message.message_id = record.id
         elif message.message_id != record.id:
@@ -82,7 +93,8 @@ def encode_records(messages: Iterable[Message]) -> list[Record]:
 def read_messages(
     store: Store, session_id: str, start: int = 0, stop: int | None = None
 ) -> list[Message]:
-    """The messages of a session (sliced like ``store.read``), decoded."""
+    """The stored messages of a session's own log (sliced like ``store.read``), decoded:
+    the raw transcript, retracted messages included, fork prefixes not followed."""
     return decode_records(session_id, store.read(session_id, start, stop), start)
 
 
@@ -110,9 +122,13 @@ class HistoryProvider:
 
     ``store``: a :class:`Store`, a URL for :func:`open_store`, or ``None`` for
     ``CHATKEEP_URL`` (default: the embedded SQLite file).
-    ``max_messages``: load only the last N messages (a tail read: cost does not grow with
-    the log). ``reducer``: applied to the loaded history before the model sees it (the
-    stored transcript is never changed). The three filters default to MAF's behaviour:
+    ``max_messages``: load only the last N messages of the view (a backward walk: cost does
+    not grow with the log). ``reducer`` (see :mod:`chatkeep.core.reducers`): with
+    ``reducer_trigger=BEFORE_RETRIEVAL`` (default) applied to the loaded history before the
+    model sees it; with ``AFTER_MESSAGE_ADDED`` applied after each stored turn and saved as
+    a compaction checkpoint when it changed the view. A reducer with ``max_window`` limits
+    what is read, like ``max_messages``. The stored transcript is never changed.
+    The three filters default to MAF's behaviour:
     ``output_filter`` (loaded history, default: all), ``request_filter`` (request messages
     to store, default: not history, not context unless ``store_context_messages``) and
     ``response_filter`` (response messages to store, default: all).
@@ -130,7 +146,8 @@ class HistoryProvider:
         store_outputs: bool = True,
         store_context_messages: bool = False,
         max_messages: int | None = None,
-        reducer: Reducer | None = None,
+        reducer: Reducer | Callable[..., Any] | None = None,
+        reducer_trigger: ReducerTrigger | str = ReducerTrigger.BEFORE_RETRIEVAL,
         output_filter: MessageFilter | None = None,
         request_filter: MessageFilter | None = None,
         response_filter: MessageFilter | None = None,
@@ -146,12 +163,18 @@ class HistoryProvider:
         self.store_context_messages = store_context_messages
         self.max_messages = max_messages
         self.reducer = reducer
+        self.reducer_trigger = ReducerTrigger(reducer_trigger)
         self.output_filter = output_filter or _keep_all
         self.request_filter = request_filter or _keep_request(store_context_messages)
         self.response_filter = response_filter or _keep_all
-        # The ids loaded for the run in progress live in the session, not in this object.
+        # What was loaded for the run in progress lives in the session, not in this object:
+        # the ids (to drop them when storing) and, when the reducer runs after messages
+        # are added, the view itself (the reducer's input is that view plus the new turn).
         self._loaded = ProviderSessionState[list[str]](
             f"{self.source_id}.loaded_ids", lambda _session: []
+        )
+        self._loaded_view = ProviderSessionState[list[Message]](
+            f"{self.source_id}.loaded_view", lambda _session: []
         )
 
     @property
@@ -167,15 +190,35 @@ class HistoryProvider:
 
     # -- storage steps (override to keep history elsewhere) --------------------------------
 
-    async def load(self, session: AgentSession) -> list[Message]:
-        """Read the session's history (the last ``max_messages`` if set)."""
-        start = -self.max_messages if self.max_messages else 0
-        records = await self.store.aread(session.session_id, start)
-        return decode_records(session.session_id, records, start)
+    @property
+    def load_limit(self) -> int | None:
+        """How many messages :meth:`load` reads at most: ``max_messages`` or the reducer's
+        ``max_window``, whichever is smaller (``None``: the whole view)."""
+        limits = [n for n in (self.max_messages, max_window(self.reducer)) if n is not None]
+        return min(limits) if limits else None
 
-    async def save(self, session: AgentSession, messages: list[Message]) -> None:
-        """Append ``messages`` to the session's log in one call."""
-        await self.store.aappend(session.session_id, encode_records(messages))
+    async def load(self, session: AgentSession) -> list[Message]:
+        """Read the session's view (the last :attr:`load_limit` messages if set)."""
+        limit = self.load_limit
+        messages = await aread_view(self.store, session.session_id, limit=limit)
+        return messages if limit is None else drop_orphan_results(messages)
+
+    async def save(
+        self,
+        session: AgentSession,
+        messages: list[Message],
+        *,
+        checkpoint: Checkpoint | None = None,
+    ) -> None:
+        """Append ``messages`` (and ``checkpoint``, right after them) in one call.
+
+        A subclass that overrides this and ``load`` receives ``checkpoint`` only when its
+        reducer trigger is ``AFTER_MESSAGE_ADDED``.
+        """
+        records = encode_records(messages)
+        if checkpoint is not None:
+            records.append(checkpoint.to_record())
+        await self.store.aappend(session.session_id, records)
 
     # -- the lifecycle ----------------------------------------------------------------------
 
@@ -189,8 +232,10 @@ class HistoryProvider:
         history = await self.load(session)
         self._loaded.save(session, [m.message_id for m in history if m.message_id])
         if self.reducer is not None:
-            reduced = self.reducer(history)
-            history = await reduced if inspect.isawaitable(reduced) else reduced
+            if self.reducer_trigger is ReducerTrigger.BEFORE_RETRIEVAL:
+                history = await apply_reducer(self.reducer, history)
+            else:
+                self._loaded_view.save(session, list(history))
         history = self.output_filter(history)
         tagged = [m.tagged(MessageSource.CHAT_HISTORY, self.source_id) for m in history]
         return tagged + list(request_messages)
@@ -206,6 +251,10 @@ class HistoryProvider:
         """Store the turn's new messages, unless the model call raised (``error``)."""
         loaded = set(self._loaded.get_or_initialize(session))
         self._loaded.clear(session)
+        # None when nothing was loaded (load_messages=False): then the view is unknown and
+        # no checkpoint may be written, or it would hide the history.
+        view: list[Message] | None = session.state.try_get(self._loaded_view.state_key, list)
+        self._loaded_view.clear(session)
         if error is not None:
             return
         candidates: list[Message] = []
@@ -224,8 +273,39 @@ class HistoryProvider:
             assert message.message_id is not None
             seen.add(message.message_id)
             to_store.append(message)
-        if to_store:
+        if not to_store:
+            return
+        checkpoint = await self._checkpoint(view, to_store)
+        if checkpoint is None:
             await self.save(session, to_store)
+        else:
+            await self.save(session, to_store, checkpoint=checkpoint)
+
+    async def _checkpoint(
+        self, view: list[Message] | None, added: list[Message]
+    ) -> Checkpoint | None:
+        """The checkpoint for the view after ``added`` (``AFTER_MESSAGE_ADDED`` only)."""
+        if (
+            view is None
+            or self.reducer is None
+            or self.reducer_trigger is not ReducerTrigger.AFTER_MESSAGE_ADDED
+        ):
+            return None
+        full = [*view, *added]
+        try:
+            reduced = await apply_reducer(self.reducer, full)
+        except Exception as exc:
+            # The model call succeeded: store the turn even if compaction fails now.
+            warnings.warn(
+                f"{self.reducer!r} failed ({type(exc).__name__}: {exc}); the turn is stored "
+                "without a compaction checkpoint",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return None
+        covers = added[-1].message_id
+        assert covers is not None
+        return Checkpoint.between(full, reduced, covers)
 
     async def messages(self, session: AgentSession | str) -> list[Message]:
         """Every stored message of a session, untagged (for display and export)."""
@@ -250,12 +330,30 @@ class InMemoryHistoryProvider(HistoryProvider):
         )
 
     async def load(self, session: AgentSession) -> list[Message]:
-        stored = session.state.try_get(self._messages.state_key, list) or []
-        if self.max_messages:
-            stored = stored[-self.max_messages :]
-        return [message_from_dict(raw) for raw in stored]
+        """The view of the messages kept in the session's state (checkpoints applied)."""
+        stored: list[dict[str, Any]] = session.state.try_get(self._messages.state_key, list) or []
+        limit = self.load_limit
+        builder = ViewBuilder(limit)
+        for position in range(len(stored) - 1, -1, -1):
+            raw = stored[position]
+            record_id = raw.get("message_id") or raw.get("id") or ""
+            builder.feed(record_id, raw, session.session_id, position)
+            if builder.done:
+                break
+        messages = builder.finish()
+        return messages if limit is None else drop_orphan_results(messages)
 
-    async def save(self, session: AgentSession, messages: list[Message]) -> None:
+    async def save(
+        self,
+        session: AgentSession,
+        messages: list[Message],
+        *,
+        checkpoint: Checkpoint | None = None,
+    ) -> None:
+        """Add ``messages`` (and ``checkpoint``) to the session's state."""
         stored = self._messages.get_or_initialize(session)
         stored.extend(message_to_dict(message) for message in messages)
+        if checkpoint is not None:
+            record = checkpoint.to_record()
+            stored.append({**json.loads(record.data), "id": record.id})
         self._messages.save(session, stored)

@@ -1,7 +1,9 @@
-"""``chatkeep demo``: a multi-turn conversation, then a second process that resumes it.
+"""``chatkeep demo``: a multi-turn conversation, then a second process that resumes it,
+then a fork of it and an undo in the fork.
 
 The offline client's replies name how many messages it was sent and the first user
-message, so the output shows that the resumed process saw the whole history.
+message, so the output shows that the resumed process saw the whole history, and that the
+fork saw the history it branched from.
 """
 
 from __future__ import annotations
@@ -12,11 +14,22 @@ import subprocess
 import sys
 from typing import Any
 
-from chatkeep.core import Agent, AgentSession, HistoryProvider, OfflineChatClient, open_store
+from chatkeep.core import (
+    Agent,
+    AgentSession,
+    HistoryProvider,
+    OfflineChatClient,
+    Store,
+    fork,
+    open_store,
+    read_view,
+    undo,
+)
 
 DEFAULT_DEMO_URL = "sqlite:///chatkeep-demo.db"
 TURNS = ("Hi! My name is Ada.", "I am planning a trip to Oslo.", "What should I pack?")
 RESUME_TURN = "Do you remember my first message?"
+FORK_TURN = "Actually, let's go to Bergen instead."
 
 
 def _url(args: argparse.Namespace) -> str:
@@ -60,14 +73,43 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print("chatkeep: the resuming process failed", file=sys.stderr)
             return 1
         reply_text = child.stdout
+        store = open_store(url)
     else:
         print(f"\n{store.name!r} keeps data in this process only; resuming here instead.\n")
         reply_text = _resume(store, session.session_id)
+    try:
+        if f"[seen {expected_seen}]" not in reply_text or repr(TURNS[0]) not in reply_text:
+            print("chatkeep: the resumed conversation did not see the history", file=sys.stderr)
+            return 1
+        print(f"\nthe model saw all {expected_seen - 1} earlier messages: history kept.")
+        return _fork_and_undo(store, session.session_id)
+    finally:
         store.close()
-    if f"[seen {expected_seen}]" not in reply_text or repr(TURNS[0]) not in reply_text:
-        print("chatkeep: the resumed conversation did not see the history", file=sys.stderr)
+
+
+def _fork_and_undo(store: Store, session_id: str) -> int:
+    """Branch the conversation, take a turn in the branch, then undo it."""
+    print("\nforking the conversation, then undoing the fork's last turn ...\n")
+    original = read_view(store, session_id)
+    branch = fork(store, session_id)
+    print(f"  fork      > {branch} (continues {session_id}; nothing copied)")
+    agent = Agent(OfflineChatClient(), history_provider=HistoryProvider(store))
+    reply = agent.run_sync(FORK_TURN, AgentSession(branch))
+    print(f"  user      > {FORK_TURN}")
+    print(f"  assistant > {reply.text}")
+    retracted = undo(store, branch)
+    print(f"  undo      > retracted {len(retracted)} messages (the log keeps them for audit)")
+    seen = f"[seen {len(original) + 1}]"
+    if seen not in reply.text or read_view(store, branch) != original:
+        print("chatkeep: the fork or the undo did not behave", file=sys.stderr)
         return 1
-    print(f"\nthe model saw all {expected_seen - 1} earlier messages: history kept.")
+    if read_view(store, session_id) != original:
+        print("chatkeep: forking changed the original session", file=sys.stderr)
+        return 1
+    print(
+        f"\nthe fork saw all {len(original)} messages of the original; after the undo it "
+        "matches the original again, which is unchanged."
+    )
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The ``chatkeep`` command: ``backends``, ``demo``, ``conformance``.
+"""The ``chatkeep`` command: ``backends``, ``demo``, ``sessions``, ``conformance``.
 
 Every command that touches a store takes ``--url`` and falls back to ``CHATKEEP_URL``.
 """
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from chatkeep.core import ChatkeepError, backends
 
-from . import demo
+from . import demo, sessions
 
 __all__ = ["main"]
 
@@ -61,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.set_defaults(handler=_cmd_backends)
 
     demo.add_commands(commands)
+    sessions.add_commands(commands)
 
     conformance = commands.add_parser(
         "conformance", help="run the conformance suite against a store URL"

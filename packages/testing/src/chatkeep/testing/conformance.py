@@ -16,14 +16,18 @@ from __future__ import annotations
 from .mixins import (
     AsyncApiTests,
     AtomicBatchTests,
+    CheckpointTests,
     CloseTests,
     DeleteListingTests,
     DeleteTests,
     DurabilityTests,
     DurableDeleteTests,
+    ForkDeletionTests,
+    ForkTests,
     HostileIdListingTests,
     HostileIdTests,
     InvalidIdTests,
+    LifecycleTests,
     ListSessionsTests,
     ModelTests,
     MutationSafetyTests,
@@ -33,6 +37,7 @@ from .mixins import (
     SharedStoreTests,
     SliceTests,
     ThreadConcurrencyTests,
+    UndoTests,
 )
 
 __all__ = ["StoreConformance"]
@@ -60,6 +65,12 @@ class StoreConformance(
     DurabilityTests,
     DurableDeleteTests,
     SharedStoreTests,
+    # log views and the lifecycle, which the core builds on the two hooks
+    ForkTests,
+    UndoTests,
+    CheckpointTests,
+    ForkDeletionTests,
+    LifecycleTests,
 ):
     """The whole store conformance suite. Subclass it as ``Test...`` and override the
     ``chatkeep_url`` fixture (or pass ``--chatkeep-url``)."""

@@ -69,6 +69,12 @@ REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType(
         "SharedStoreTests": needs("shared"),
         "DurabilityTests": needs("durable"),
         "DurableDeleteTests": needs("durable", "delete"),
+        # log views and the history lifecycle, built by the core on the two hooks
+        "ForkTests": needs(group="views"),
+        "UndoTests": needs(group="views"),
+        "CheckpointTests": needs(group="views"),
+        "ForkDeletionTests": needs("delete", group="views"),
+        "LifecycleTests": needs(group="lifecycle"),
     }
 )
 

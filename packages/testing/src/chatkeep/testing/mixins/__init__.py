@@ -15,19 +15,31 @@ from .model import ModelTests
 from .order import OrderTests, SliceTests
 from .payload import PayloadTests
 from .shared import SharedStoreTests
+from .views import (
+    CheckpointTests,
+    ForkDeletionTests,
+    ForkTests,
+    LifecycleTests,
+    UndoTests,
+    ViewsAndLifecycleTests,
+)
 
 __all__ = [
     "AsyncApiTests",
     "AtomicBatchTests",
+    "CheckpointTests",
     "CloseTests",
     "ConformanceBase",
     "DeleteListingTests",
     "DeleteTests",
     "DurabilityTests",
     "DurableDeleteTests",
+    "ForkDeletionTests",
+    "ForkTests",
     "HostileIdListingTests",
     "HostileIdTests",
     "InvalidIdTests",
+    "LifecycleTests",
     "ListSessionsTests",
     "ModelTests",
     "MutationSafetyTests",
@@ -37,4 +49,6 @@ __all__ = [
     "SharedStoreTests",
     "SliceTests",
     "ThreadConcurrencyTests",
+    "UndoTests",
+    "ViewsAndLifecycleTests",
 ]

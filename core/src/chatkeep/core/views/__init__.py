@@ -1,0 +1,188 @@
+"""Log views: fork, undo and compaction checkpoints on every backend.
+
+Everything here is built on the two storage hooks (``read`` and ``append``; ``delete`` for
+erasure), so it works unchanged on every backend. A session's log holds message records
+and *control records* (JSON whose ``type`` starts with ``"chatkeep."``) that only the core
+interprets; the *view* of a session is what those records mean::
+
+    from chatkeep.core import open_store
+    from chatkeep.core.views import fork, read_view, undo
+
+    store = open_store("sqlite:///chats.db")
+    read_view(store, "chat-1", limit=50)     # the newest 50 messages of the view
+    undo(store, "chat-1")                    # retract the last turn (the log keeps it)
+    branch = fork(store, "chat-1")           # a new session continuing from here
+    delete_session(store, "chat-1")          # the fork keeps its prefix
+
+Reading a window walks the log backward from its end, so it costs about as many records
+as it returns however long the log is; a checkpoint ends the walk, so a compacted
+conversation loads in proportion to its view, not its transcript. Every function has an
+``a``-prefixed async twin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..errors import CapabilityMissing
+from ..messages import Message
+from ..store import Store
+from ._builder import ViewBuilder
+from ._control import Control, parse_entry
+from ._erase import TEMP_PREFIX, delete_program, forks_program
+from ._ops import (
+    Checkpoint,
+    ViewRead,
+    checkpoint_program,
+    fork_program,
+    undo_program,
+    view_program,
+)
+from ._program import arun, run
+
+__all__ = [
+    "TEMP_PREFIX",
+    "Checkpoint",
+    "Control",
+    "ViewBuilder",
+    "ViewRead",
+    "acompact",
+    "adelete_session",
+    "afork",
+    "alist_forks",
+    "aread_view",
+    "aundo",
+    "compact",
+    "delete_session",
+    "fork",
+    "list_forks",
+    "parse_entry",
+    "read_view",
+    "undo",
+]
+
+ReduceFunction = Callable[[list[Message]], "list[Message] | Awaitable[list[Message]]"]
+
+
+def read_view(store: Store, session_id: str, *, limit: int | None = None) -> list[Message]:
+    """The session's messages as the view sees them (undo, checkpoints and forks applied),
+    oldest first; only the newest ``limit`` when given. An unknown session reads as ``[]``.
+
+    Raw ``store.read`` still returns every record (the audit trail).
+    """
+    return run(store, view_program(session_id, limit)).messages
+
+
+async def aread_view(store: Store, session_id: str, *, limit: int | None = None) -> list[Message]:
+    """Async :func:`read_view`."""
+    return (await arun(store, view_program(session_id, limit))).messages
+
+
+def undo(store: Store, session_id: str, turns: int = 1) -> list[Message]:
+    """Retract the last ``turns`` turns (a turn starts at a user message and runs to the
+    end) by appending one ``chatkeep.retract`` record; nothing stored is rewritten.
+
+    Returns the retracted messages (``[]`` when there is nothing to undo), so a chat UI's
+    *retry* can send the user's message again. Later appends continue normally. Asking for
+    more turns than there are retracts them all.
+    """
+    return run(store, undo_program(session_id, turns))
+
+
+async def aundo(store: Store, session_id: str, turns: int = 1) -> list[Message]:
+    """Async :func:`undo`."""
+    return await arun(store, undo_program(session_id, turns))
+
+
+def fork(
+    store: Store, session_id: str, at: str | None = None, *, new_session_id: str | None = None
+) -> str:
+    """A new session that continues from ``session_id``, without copying its records.
+
+    ``at=None`` forks at the end of the log; ``at=MESSAGE_ID`` right after that message
+    (any stored message, even one retracted since: the fork sees the log as it was).
+    Returns the new session's id (``new_session_id`` if given; it must be unused). Costs
+    O(log n) one-record reads to find the fork point, whatever the parent's length.
+    Raises :class:`~chatkeep.core.errors.SessionNotFound` or
+    :class:`~chatkeep.core.errors.MessageNotFound`.
+    """
+    return run(store, fork_program(session_id, at, new_session_id))
+
+
+async def afork(
+    store: Store, session_id: str, at: str | None = None, *, new_session_id: str | None = None
+) -> str:
+    """Async :func:`fork`."""
+    return await arun(store, fork_program(session_id, at, new_session_id))
+
+
+def list_forks(store: Store, session_id: str) -> list[str]:
+    """The ids of the live forks of ``session_id`` (forks that read their prefix from it)."""
+    return run(store, forks_program(session_id))
+
+
+async def alist_forks(store: Store, session_id: str) -> list[str]:
+    """Async :func:`list_forks`."""
+    return await arun(store, forks_program(session_id))
+
+
+def _require_delete(store: Store) -> None:
+    if not store.supports("delete"):
+        raise CapabilityMissing(store.name, "delete")
+
+
+def delete_session(store: Store, session_id: str, *, cascade: bool = False) -> None:
+    """Erase a session, never silently taking a fork's prefix with it.
+
+    With live forks, ``cascade=True`` deletes them too (and their forks). The default,
+    ``cascade=False``, first makes each live fork self-contained (its log is rewritten
+    with a copy of the prefix it read from this session; its view does not change), then
+    erases the session. Crash-safe: if it stops part way, calling it again completes it.
+    Needs the ``delete`` capability.
+    """
+    _require_delete(store)
+    run(store, delete_program(session_id, cascade))
+
+
+async def adelete_session(store: Store, session_id: str, *, cascade: bool = False) -> None:
+    """Async :func:`delete_session`."""
+    _require_delete(store)
+    await arun(store, delete_program(session_id, cascade))
+
+
+async def _await(value: Awaitable[list[Message]]) -> list[Message]:
+    return await value
+
+
+def compact(store: Store, session_id: str, reducer: ReduceFunction) -> Checkpoint | None:
+    """Apply ``reducer`` to the session's whole view and save the result as a checkpoint,
+    so later loads read O(view) records. The transcript is untouched (raw reads keep every
+    record). Returns the checkpoint written, or ``None`` if the reducer changed nothing.
+    """
+    read = run(store, view_program(session_id))
+    if read.newest_record_id is None:
+        return None
+    reduced: Any = reducer(list(read.messages))
+    if inspect.isawaitable(reduced):
+        reduced = asyncio.run(_await(reduced))
+    checkpoint = Checkpoint.between(read.messages, reduced, read.newest_record_id)
+    if checkpoint is not None:
+        run(store, checkpoint_program(session_id, checkpoint))
+    return checkpoint
+
+
+async def acompact(store: Store, session_id: str, reducer: ReduceFunction) -> Checkpoint | None:
+    """Async :func:`compact`."""
+    read = await arun(store, view_program(session_id))
+    if read.newest_record_id is None:
+        return None
+    reduced: Any = reducer(list(read.messages))
+    if inspect.isawaitable(reduced):
+        reduced = await reduced
+    checkpoint = Checkpoint.between(read.messages, reduced, read.newest_record_id)
+    if checkpoint is not None:
+        await arun(store, checkpoint_program(session_id, checkpoint))
+    return checkpoint

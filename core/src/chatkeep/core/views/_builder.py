@@ -1,0 +1,170 @@
+"""The view of a log, built from its records fed newest first (no I/O here).
+
+Walking a log backward makes every view cheap to read: a window of N messages stops after
+about N records; a retract makes the walk skip the retracted span; a checkpoint ends the
+walk (its messages stand for everything before it). Checkpoints nest: a checkpoint that
+keeps the last ``k`` messages of the view before it opens a *frame* that ends after ``k``
+more messages, and each frame's own messages are emitted when it ends.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import CorruptRecord
+from ..messages import Message
+from ._control import CHECKPOINT, RETRACT, Control, parse_entry
+
+__all__ = ["UNLIMITED", "ViewBuilder"]
+
+#: The window of a view read without a limit.
+UNLIMITED = sys.maxsize
+
+
+class _Frame:
+    """A view level: the consumer's window, or a checkpoint's ``keep`` window."""
+
+    __slots__ = ("deadline", "floor", "prefix")
+
+    def __init__(self, deadline: int, floor: int, prefix: list[Message]) -> None:
+        self.deadline = deadline  # message count at which this window is full
+        self.floor = floor  # the smallest deadline of this frame and the frames around it
+        self.prefix = prefix  # emitted (newest first) when the frame ends
+
+
+class ViewBuilder:
+    """Turns records, fed newest first with :meth:`feed`, into the view's messages.
+
+    ``limit`` keeps only the newest ``limit`` messages (the walk is :attr:`done` once it has
+    them). :meth:`finish` returns the messages oldest first.
+    """
+
+    def __init__(self, limit: int | None = None, *, track_stored: bool = False) -> None:
+        deadline = UNLIMITED if limit is None else limit
+        self._out: list[Message] = []  # newest first
+        self._frames = [_Frame(deadline, deadline, [])]
+        self._skip_to: str | None = None
+        self._retract: tuple[str, int, str] | None = None
+        self._pending: Control | None = None
+        #: True once the view is complete (no more records needed).
+        self.done = deadline == 0
+        #: True when the walk stopped because ``limit`` messages were found.
+        self.truncated = False
+        #: The id of the newest record fed (the log's last record).
+        self.newest_record_id: str | None = None
+        #: How many records were fed.
+        self.records_fed = 0
+        #: With ``track_stored``: ids of the messages that came from message records (not
+        #: copies held inside a checkpoint).
+        self.stored_ids: set[str] | None = set() if track_stored else None
+
+    @property
+    def skipping(self) -> bool:
+        """Whether the walk is inside a retracted span."""
+        return self._skip_to is not None
+
+    def wanted(self) -> int:
+        """How many more messages the innermost open window can take."""
+        if self.done:
+            return 0
+        return max(self._frames[-1].floor - len(self._out), 1)
+
+    def feed(
+        self, record_id: str, data: bytes | Mapping[str, Any], session_id: str, position: int
+    ) -> None:
+        """Take the next older record. ``position`` is only used in error messages."""
+        if self.done:
+            raise RuntimeError("the view is complete; no more records are needed")
+        self.records_fed += 1
+        if self.newest_record_id is None:
+            self.newest_record_id = record_id
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            # Honour a checkpoint only when it directly follows what it covers: one written
+            # from a stale view (another writer appended in between) would hide messages.
+            if record_id == pending["covers"]:
+                self._open(pending)
+                if self.done:
+                    return
+        if self._skip_to is not None:
+            if record_id == self._skip_to:
+                self._skip_to = self._retract = None
+            return
+        try:
+            entry = parse_entry(data)
+        except ValueError as exc:
+            raise CorruptRecord(session_id, position, str(exc), record_id) from exc
+        if isinstance(entry, Message):
+            if entry.message_id is None:
+                entry.message_id = record_id or None
+            elif entry.message_id != record_id:
+                raise CorruptRecord(
+                    session_id,
+                    position,
+                    f"message id {entry.message_id!r} does not match its record",
+                    record_id,
+                )
+            if self.stored_ids is not None:
+                self.stored_ids.add(record_id)
+            if not self._push(entry):
+                self._close()
+            return
+        if entry.kind == RETRACT:
+            self._skip_to = entry["target"]
+            self._retract = (session_id, position, record_id)
+        elif entry.kind == CHECKPOINT:
+            self._pending = entry
+        # fork, forked, base, rebased, rebuild: log structure, not part of the view.
+
+    def finish(self) -> list[Message]:
+        """The view, oldest message first. Call once, after the last record (or when done)."""
+        if not self.done:
+            if self._skip_to is not None and self._retract is not None:
+                session_id, position, record_id = self._retract
+                raise CorruptRecord(
+                    session_id,
+                    position,
+                    f"retracts message {self._skip_to!r}, which is not in the log",
+                    record_id,
+                )
+            self._pending = None  # a checkpoint with nothing before it covers nothing
+            self._close()
+        self._out.reverse()
+        return self._out
+
+    # -- frames ---------------------------------------------------------------------------
+
+    def _open(self, checkpoint: Control) -> None:
+        deadline = len(self._out) + checkpoint["keep"]
+        floor = min(deadline, self._frames[-1].floor)
+        self._frames.append(_Frame(deadline, floor, list(checkpoint["messages"])))
+        if checkpoint["keep"] == 0:
+            self._close()
+
+    def _push(self, message: Message) -> bool:
+        """Emit one message; False when that filled a window (its level is over)."""
+        out = self._out
+        out.append(message)
+        frames = self._frames
+        if len(out) < frames[-1].floor:
+            return True
+        count = len(out)
+        index = next(i for i, frame in enumerate(frames) if frame.deadline <= count)
+        if index == 0:
+            self.truncated = True
+        del frames[index + 1 :]  # windows inside a full one end without their messages
+        return False
+
+    def _close(self) -> None:
+        """The innermost level is over, so every level is: a checkpoint ends the walk of
+        the level that holds it. Emit each frame's messages, innermost first."""
+        frames = self._frames
+        while frames:
+            frame = frames.pop()
+            for message in reversed(frame.prefix):
+                if not self._push(message):
+                    break
+        self.done = True

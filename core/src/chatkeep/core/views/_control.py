@@ -1,0 +1,172 @@
+"""Control records: the records of a session log that the core interprets.
+
+A session log holds two kinds of records, and a backend sees no difference between them:
+
+- *message records*: a message's JSON (``{"type": "message", ...}``), id = its message id;
+- *control records*: JSON whose ``type`` starts with ``"chatkeep."``, id from ``new_id()``.
+
+=========================  ==================================================================
+``chatkeep.retract``       ``target``: undo. Everything from the record ``target`` up to this
+                           record is no longer part of the view (it stays in the log).
+``chatkeep.checkpoint``    ``covers``, ``keep``, ``messages``: compaction. The view at this
+                           point is ``messages`` followed by the last ``keep`` messages of the
+                           view before it. Honoured only when the record right before it is
+                           ``covers`` (a checkpoint that lost a race with another writer is
+                           ignored, never trusted).
+``chatkeep.fork``          ``parent``, ``position``, ``anchor``: first record of a fork. The
+                           view continues into ``parent``'s log before ``position``, whose
+                           last record is ``anchor``.
+``chatkeep.forked``        ``child``, ``position``: written to a parent when it is forked, so
+                           deleting it can find its forks. Not part of any view.
+``chatkeep.base``          ``shift``, ``length``, ``last``: first record of a fork made
+                           self-contained; positions in the old log moved by ``shift``.
+``chatkeep.rebased``       keeps the id of the fork record it replaced (so positions line up).
+``chatkeep.rebuild``       ``child``, ``temp``: written to a parent being deleted before a fork
+                           is rewritten, so an interrupted delete can be completed.
+=========================  ==================================================================
+
+An unknown ``chatkeep.*`` kind is an error (:class:`~chatkeep.core.errors.CorruptRecord`),
+never silently skipped: a newer writer's control record changes what the view is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..codec import decode_message, message_from_dict, message_to_dict
+from ..ids import new_id
+from ..messages import Message
+from ..records import Record
+
+__all__ = [
+    "BASE",
+    "CHECKPOINT",
+    "CONTROL_PREFIX",
+    "FORK",
+    "FORKED",
+    "KINDS",
+    "REBASED",
+    "REBUILD",
+    "RETRACT",
+    "Control",
+    "control_record",
+    "is_control_data",
+    "parse_entry",
+]
+
+CONTROL_PREFIX = "chatkeep."
+RETRACT = "chatkeep.retract"
+CHECKPOINT = "chatkeep.checkpoint"
+FORK = "chatkeep.fork"
+FORKED = "chatkeep.forked"
+BASE = "chatkeep.base"
+REBASED = "chatkeep.rebased"
+REBUILD = "chatkeep.rebuild"
+KINDS: frozenset[str] = frozenset({RETRACT, CHECKPOINT, FORK, FORKED, BASE, REBASED, REBUILD})
+
+_MESSAGE_HEAD = b'{"type":"message"'
+_CONTROL_HEAD = b'{"type":"chatkeep.'
+_dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+# The fields each kind must have, with their types (checked when a record is read).
+_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    RETRACT: {"target": str},
+    CHECKPOINT: {"covers": str, "keep": int, "messages": list},
+    FORK: {"parent": str, "position": int, "anchor": (str, type(None))},
+    FORKED: {"child": str, "position": int},
+    BASE: {"shift": int, "length": int, "last": str},
+    REBASED: {},
+    REBUILD: {"child": str, "temp": str},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    """A parsed control record: its ``kind`` and its fields (``messages`` of a checkpoint
+    already decoded into :class:`Message` objects)."""
+
+    kind: str
+    fields: Mapping[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.fields[key]
+
+
+def control_record(kind: str, record_id: str | None = None, **fields: Any) -> Record:
+    """Encode a control record (a fresh id unless ``record_id`` is given)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown control record kind {kind!r}")
+    body: dict[str, Any] = {"type": kind}
+    for key, value in fields.items():
+        if key == "messages":
+            value = [message_to_dict(message) for message in value]
+        body[key] = value
+    return Record(record_id or new_id(), _dumps(body).encode("utf-8"))
+
+
+def is_control_data(data: bytes) -> bool:
+    """Cheap test: does this record's data look like a control record (no full parse)?"""
+    return data.startswith(_CONTROL_HEAD)
+
+
+def _control(raw: Mapping[str, Any], kind: str) -> Control:
+    expected = _FIELDS.get(kind)
+    if expected is None:
+        raise ValueError(
+            f"unknown control record kind {kind!r}: written by a newer chatkeep? "
+            "Upgrade chatkeep-core to read this session"
+        )
+    fields: dict[str, Any] = {}
+    for key, kinds in expected.items():
+        value = raw.get(key)
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            raise ValueError(f"{kind} record needs {key!r} of type {_names(kinds)}")
+        fields[key] = value
+    for key in ("keep", "position", "shift", "length"):
+        if key in fields and fields[key] < 0:
+            raise ValueError(f"{kind} record has a negative {key!r}")
+    if kind == CHECKPOINT:
+        messages: Sequence[Any] = fields["messages"]
+        decoded = []
+        for item in messages:
+            if not isinstance(item, dict):
+                raise ValueError("checkpoint messages must be objects")
+            decoded.append(message_from_dict(item))
+        fields["messages"] = decoded
+    return Control(kind, fields)
+
+
+def _names(kinds: type | tuple[type, ...]) -> str:
+    if isinstance(kinds, tuple):
+        return " or ".join(k.__name__ for k in kinds)
+    return kinds.__name__
+
+
+def parse_entry(data: bytes | Mapping[str, Any]) -> Message | Control:
+    """Decode one record's data (bytes from a store, or an already parsed dict) into a
+    :class:`Message` or a :class:`Control`. Raises ``ValueError`` on bad input."""
+    if isinstance(data, (bytes, bytearray)):
+        if data.startswith(_MESSAGE_HEAD):  # the codec's own output: the fast path
+            return decode_message(bytes(data))
+        try:
+            raw: Any = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"not JSON: {exc}") from None
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
+    else:
+        raw = data
+    if not isinstance(raw, dict):
+        raise ValueError("a record must be a JSON object")
+    kind = raw.get("type")
+    try:
+        if isinstance(kind, str) and kind.startswith(CONTROL_PREFIX):
+            return _control(raw, kind)
+        return message_from_dict(raw)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"malformed record: {exc}") from None
+    except RecursionError:
+        raise ValueError("record nested too deeply") from None

@@ -1,0 +1,172 @@
+"""``chatkeep sessions``: list, show, fork, undo, delete over a store URL."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from chatkeep.cli.main import main
+from chatkeep.core import (
+    Agent,
+    FunctionCallContent,
+    HistoryProvider,
+    OfflineChatClient,
+    open_store,
+    read_view,
+)
+
+
+def weather(city: str) -> dict[str, object]:
+    """The weather."""
+    return {"city": city, "temp": 21}
+
+
+@pytest.fixture
+def url() -> str:
+    return f"memory://cli-{uuid.uuid4().hex}"
+
+
+def converse(url: str, session_id: str, turns: int = 2, tool_call: bool = False) -> None:
+    store = open_store(url)
+    script = [[FunctionCallContent("call-7", "weather", {"city": "Oslo"})]] if tool_call else []
+    agent = Agent(
+        OfflineChatClient(script=script), history_provider=HistoryProvider(store), tools=[weather]
+    )
+    session = agent.create_session(session_id)
+    for turn in range(turns):
+        agent.run_sync(f"question {turn}", session)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_list_plain_json_and_prefix(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("alpha-1", "alpha-2", "beta"):
+        converse(url, name, turns=1)
+    code, out, _ = run(capsys, "sessions", "list", "--url", url)
+    assert code == 0 and out.split() == ["alpha-1", "alpha-2", "beta"]
+    code, out, _ = run(capsys, "sessions", "list", "--url", url, "--json", "--prefix", "alpha")
+    assert json.loads(out) == ["alpha-1", "alpha-2"]
+
+
+def test_show_is_a_readable_transcript_with_tool_calls(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    converse(url, "chat", turns=1, tool_call=True)
+    code, out, _ = run(capsys, "sessions", "show", "chat", "--url", url)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "user      question 0"
+    assert lines[1] == 'assistant → call weather({"city": "Oslo"})  [call-7]'
+    assert lines[2] == 'tool      ← result [call-7]: {"city": "Oslo", "temp": 21}'
+    assert lines[3].startswith("assistant [seen 3]")
+    code, out, _ = run(capsys, "sessions", "show", "chat", "--url", url, "--json")
+    messages = json.loads(out)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[1]["contents"][0] == {
+        "type": "function_call",
+        "call_id": "call-7",
+        "name": "weather",
+        "arguments": {"city": "Oslo"},
+    }
+    code, out, _ = run(capsys, "sessions", "show", "chat", "--url", url, "--ids", "--last", "1")
+    (line,) = out.splitlines()
+    assert line.split()[0] == messages[-1]["message_id"]
+
+
+def test_fork_and_undo(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    converse(url, "chat", turns=3)
+    store = open_store(url)
+    second_answer = read_view(store, "chat")[3].message_id
+    assert second_answer
+    code, out, _ = run(capsys, "sessions", "fork", "chat", "--url", url, "--at", second_answer)
+    child = out.strip()
+    assert code == 0 and child
+    assert len(read_view(store, child)) == 4
+    code, out, _ = run(capsys, "sessions", "fork", "chat", "--url", url, "--new-id", "branch")
+    assert out.strip() == "branch"
+    code, out, _ = run(capsys, "sessions", "undo", "chat", "--url", url, "--turns", "2")
+    assert code == 0
+    assert out.splitlines()[0].startswith("retracted 4 message(s)")
+    assert "question 1" in out and "question 2" in out
+    assert len(read_view(store, "chat")) == 2
+    assert len(read_view(store, "branch")) == 6  # forked before the undo
+    code, out, _ = run(capsys, "sessions", "show", "chat", "--url", url, "--raw")
+    assert "(chatkeep.retract)" in out and "(chatkeep.forked)" in out
+    assert "question 2" in out  # the audit trail keeps retracted messages
+    code, out, _ = run(capsys, "sessions", "show", "chat", "--url", url, "--raw", "--json")
+    kinds = [entry["kind"] for entry in json.loads(out)]
+    assert kinds.count("message") == 6 and "chatkeep.retract" in kinds
+    run(capsys, "sessions", "undo", "chat", "--url", url, "--turns", "5")
+    code, out, _ = run(capsys, "sessions", "undo", "chat", "--url", url)
+    assert (code, out.strip()) == (0, "nothing to undo")
+
+
+def test_delete_keeps_forks_unless_cascade(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    converse(url, "parent", turns=2)
+    store = open_store(url)
+    _, out, _ = run(capsys, "sessions", "fork", "parent", "--url", url)
+    child = out.strip()
+    view = read_view(store, child)
+    code, out, _ = run(capsys, "sessions", "delete", "parent", "--url", url)
+    assert code == 0 and "kept their history" in out
+    assert read_view(store, child) == view
+    _, out, _ = run(capsys, "sessions", "fork", child, "--url", url)
+    grandchild = out.strip()
+    run(capsys, "sessions", "delete", child, "--url", url, "--cascade")
+    assert store.read(child) == [] and store.read(grandchild) == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sessions", "show", "missing"],
+        ["sessions", "undo", "missing"],
+        ["sessions", "fork", "missing"],
+        ["sessions", "delete", "missing"],
+    ],
+)
+def test_unknown_sessions_are_one_line_errors(
+    url: str, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    code, _, err = run(capsys, *argv, "--url", url)
+    assert code == 2
+    assert err.strip() == "chatkeep: error: session 'missing' does not exist (it has no records)"
+
+
+def test_fork_at_an_unknown_message_is_an_error(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    converse(url, "chat", turns=1)
+    code, _, err = run(capsys, "sessions", "fork", "chat", "--url", url, "--at", "nope")
+    assert code == 2 and "message 'nope' is not stored" in err
+
+
+def test_sessions_follow_chatkeep_url(
+    url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    converse(url, "from-env", turns=1)
+    monkeypatch.setenv("CHATKEEP_URL", url)
+    code, out, _ = run(capsys, "sessions", "list")
+    assert code == 0 and out.split() == ["from-env"]
+
+
+def test_bad_turns_is_a_usage_error(url: str) -> None:
+    with pytest.raises(SystemExit) as raised:
+        main(["sessions", "undo", "x", "--turns", "0", "--url", url])
+    assert raised.value.code == 2
+
+
+def test_demo_shows_a_fork_and_an_undo(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "demo", "--url", "memory://")
+    assert code == 0
+    assert "[seen 7] first: 'Hi! My name is Ada.'" in out
+    assert "  fork      > " in out
+    assert "[seen 9] first: 'Hi! My name is Ada.'" in out
+    assert "  undo      > retracted 2 messages" in out
+    assert out.rstrip().endswith("which is unchanged.")
