@@ -359,17 +359,27 @@ def test_misspelled_hook_fails_loudly(fake_entry_points: Callable[..., None]) ->
         backends()
 
 
-def test_plugin_that_fails_to_import_is_named(fake_entry_points: Callable[..., None]) -> None:
+def test_plugin_that_fails_to_import_is_named_and_spares_the_others(
+    fake_entry_points: Callable[..., None],
+) -> None:
     def load() -> Any:
         raise ImportError("No module named 'exotic_driver'")
 
-    fake_entry_points(FakeEntryPoint("exotic", load, dist="chatkeep-exotic"))
-    with pytest.raises(PluginError) as info:
-        backends()
-    message = str(info.value)
-    assert "'exotic'" in message
-    assert "chatkeep_exotic.plugin" in message
-    assert "exotic_driver" in message
+    fake_entry_points(
+        FakeEntryPoint("exotic", load, dist="chatkeep-exotic"),
+        FakeEntryPoint("fakedb", lambda: _plugin_module("fakedb")),
+    )
+    with pytest.warns(RuntimeWarning, match="exotic_driver"):
+        installed = backends()
+    assert set(installed) == {"memory", "fakedb"}  # the healthy plugin still works
+    assert isinstance(open_store("fakedb://x").backend, ToyBackend)
+    for requested in ("exotic://somewhere", "exotic", "exotic+cluster://x"):
+        with pytest.raises(PluginError) as info:
+            open_store(requested)
+        message = str(info.value)
+        assert "'exotic'" in message
+        assert "chatkeep_exotic.plugin" in message
+        assert "exotic_driver" in message
 
 
 # -- secrets never shown -----------------------------------------------------------------------

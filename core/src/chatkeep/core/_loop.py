@@ -45,6 +45,11 @@ class LoopThread:
             raise RuntimeError("a blocking chatkeep call was made from its own backend loop")
         return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
+    @property
+    def started(self) -> bool:
+        """Whether the loop thread is running."""
+        return self._loop is not None
+
     def stop(self) -> None:
         """Stop the loop and join its thread (no-op if it never started)."""
         with self._lock:

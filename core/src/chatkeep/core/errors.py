@@ -13,6 +13,7 @@ __all__ = [
     "ChatkeepError",
     "CorruptRecord",
     "HistoryConflict",
+    "InvalidOption",
     "InvalidRecord",
     "InvalidSessionId",
     "MessageNotFound",
@@ -49,6 +50,14 @@ class InvalidSessionId(ChatkeepError, ValueError):
 class InvalidRecord(ChatkeepError, ValueError):
     """A record handed to ``append`` was malformed (id not a non-empty str, data not bytes,
     or an id repeated within one batch)."""
+
+
+class InvalidOption(ChatkeepError, ValueError, TypeError):
+    """A store URL or option was malformed, unknown, of the wrong type or out of range.
+
+    Every backend raises this (or a subclass) for bad configuration; the message names the
+    option and what is accepted, and never shows a password.
+    """
 
 
 class UnknownBackend(ChatkeepError, LookupError):

@@ -11,6 +11,7 @@ import importlib
 import os
 import re
 import threading
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -85,6 +86,7 @@ class _Registry:
         self.backends: dict[str, BackendInfo] | None = None
         self.schemes: dict[str, str] = {}
         self.origins: dict[str, tuple[str, str]] = {}
+        self.broken: dict[str, str] = {}
 
 
 _registry = _Registry()
@@ -108,10 +110,15 @@ def _new_manager() -> pluggy.PluginManager:
         try:
             plugin = entry_point.load()
         except Exception as exc:
-            raise PluginError(
+            # One broken plugin must not take every other backend down with it: say so
+            # loudly now, and fail when someone asks for that backend.
+            problem = (
                 f"chatkeep plugin {entry_point.name!r} ({entry_point.value}) failed to import: "
                 f"{type(exc).__name__}: {exc}"
-            ) from exc
+            )
+            _registry.broken[entry_point.name] = problem
+            warnings.warn(problem, RuntimeWarning, stacklevel=4)
+            continue
         manager.register(plugin, name=entry_point.name)
         dist = entry_point.dist
         _registry.origins[entry_point.name] = (
@@ -212,6 +219,7 @@ def reset_plugins() -> None:
         _registry.backends = None
         _registry.schemes = {}
         _registry.origins = {}
+        _registry.broken = {}
 
 
 def _scheme_of(url: str) -> str:
@@ -243,6 +251,11 @@ def open_store(url_or_name: str | None = None, /, **options: Any) -> Store:
         if name not in installed:
             name = _registry.schemes.get(name)
     if name is None or name not in installed:
+        problem = _registry.broken.get(requested) or _registry.broken.get(
+            requested.split("+", 1)[0]
+        )
+        if problem is not None:
+            raise PluginError(problem)
         raise UnknownBackend(requested, installed)
     info = installed[name]
     factory = info.load_factory()

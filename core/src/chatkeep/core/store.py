@@ -306,7 +306,8 @@ class Store:
         try:
             await self._acall("close")
         finally:
-            await asyncio.to_thread(self._loop.stop)
+            if self._loop.started:  # joining a thread blocks: keep it off the event loop
+                await asyncio.to_thread(self._loop.stop)
 
     def __enter__(self) -> Store:
         return self

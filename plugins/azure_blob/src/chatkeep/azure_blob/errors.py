@@ -8,7 +8,7 @@ account key, a SAS token or a connection string.
 
 from __future__ import annotations
 
-from chatkeep.core import ChatkeepError
+from chatkeep.core import ChatkeepError, InvalidOption
 
 __all__ = ["AzureBlobAccessDenied", "AzureBlobConfigError", "AzureBlobError"]
 
@@ -24,7 +24,7 @@ class AzureBlobError(ChatkeepError):
         super().__init__(message)
 
 
-class AzureBlobConfigError(AzureBlobError, ValueError):
+class AzureBlobConfigError(AzureBlobError, InvalidOption):
     """The store's URL or options are invalid or incomplete (no credential, a bad container
     name, an unknown option, a missing optional dependency)."""
 

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
-from chatkeep.core import redact_url
+from chatkeep.core import InvalidOption, redact_url
 
 __all__ = [
     "MAX_NAMESPACE_LENGTH",
@@ -78,30 +78,30 @@ class PostgresOptions:
         check_identifier(self.schema, "schema")
         check_identifier(self.table_prefix, "table_prefix")
         if not isinstance(self.namespace, str) or len(self.namespace) > MAX_NAMESPACE_LENGTH:
-            raise ValueError(
+            raise InvalidOption(
                 f"namespace must be a str of at most {MAX_NAMESPACE_LENGTH} characters"
             )
         if "\x00" in self.namespace:
-            raise ValueError("namespace must not contain NUL")
+            raise InvalidOption("namespace must not contain NUL")
         if self.ttl is not None and not (self.ttl > 0 and math.isfinite(self.ttl)):
-            raise ValueError(f"ttl must be a positive number of seconds or None, not {self.ttl}")
+            raise InvalidOption(f"ttl must be a positive number of seconds or None, not {self.ttl}")
         if self.pool_min_size < 0 or self.pool_max_size < max(self.pool_min_size, 1):
-            raise ValueError(
+            raise InvalidOption(
                 "pool sizes must satisfy 0 <= pool_min_size <= pool_max_size and "
                 f"pool_max_size >= 1 (got {self.pool_min_size} and {self.pool_max_size})"
             )
         for name in ("pool_timeout", "statement_timeout"):
             value = getattr(self, name)
             if value is not None and not (value > 0 and math.isfinite(value)):
-                raise ValueError(f"{name} must be a positive number of seconds")
+                raise InvalidOption(f"{name} must be a positive number of seconds")
         if self.connect_timeout < 1:
-            raise ValueError("connect_timeout must be at least 1 second")
+            raise InvalidOption("connect_timeout must be at least 1 second")
         if self.retries < 0:
-            raise ValueError("retries must be >= 0")
+            raise InvalidOption("retries must be >= 0")
         if self.list_page_size < 1:
-            raise ValueError("list_page_size must be >= 1")
+            raise InvalidOption("list_page_size must be >= 1")
         if self.prepare_threshold is not None and self.prepare_threshold < 0:
-            raise ValueError("prepare_threshold must be >= 0 or None")
+            raise InvalidOption("prepare_threshold must be >= 0 or None")
 
 
 _FIELDS = {field.name: field for field in fields(PostgresOptions)}
@@ -117,7 +117,7 @@ def check_identifier(value: object, what: str) -> str:
     if not isinstance(value, str) or not pattern.match(value):
         limit = 63 if what == "schema" else MAX_TABLE_PREFIX_LENGTH
         empty = "" if what == "schema" else " or empty"
-        raise ValueError(
+        raise InvalidOption(
             f"invalid {what} {value!r}: use lowercase ASCII letters, digits and '_', "
             f"starting with a letter or '_', at most {limit} characters{empty}"
         )
@@ -151,13 +151,13 @@ def _coerce(name: str, value: Any) -> Any:
         ):
             return int(text)
     except ValueError:
-        raise ValueError(f"option {name}={value!r} is not a number") from None
+        raise InvalidOption(f"option {name}={value!r} is not a number") from None
     if name == "migrate":
         if text.lower() in _TRUE:
             return True
         if text.lower() in _FALSE:
             return False
-        raise ValueError(f"option migrate={value!r} must be true or false")
+        raise InvalidOption(f"option migrate={value!r} must be true or false")
     return value
 
 
@@ -178,13 +178,13 @@ def _check_types(options: Mapping[str, Any]) -> None:
             if value is None and name in ("ttl", "statement_timeout", "prepare_threshold"):
                 continue
             if isinstance(value, bool) or not isinstance(value, numbers[name]):
-                raise TypeError(f"option {name} must be a number, not {type(value).__name__}")
+                raise InvalidOption(f"option {name} must be a number, not {type(value).__name__}")
         elif name == "migrate" and not isinstance(value, bool):
-            raise TypeError("option migrate must be a bool")
+            raise InvalidOption("option migrate must be a bool")
         elif name in ("schema", "table_prefix", "namespace", "application_name") and not (
             isinstance(value, str)
         ):
-            raise TypeError(f"option {name} must be a str, not {type(value).__name__}")
+            raise InvalidOption(f"option {name} must be a str, not {type(value).__name__}")
 
 
 def scrub(text: str, secrets: tuple[str, ...]) -> str:
@@ -218,7 +218,7 @@ def parse_url(url: str, options: Mapping[str, Any]) -> tuple[dict[str, Any], Pos
         raise TypeError(f"url must be a str, not {type(url).__name__}")
     unknown = sorted(set(options) - set(_FIELDS))
     if unknown:
-        raise TypeError(
+        raise InvalidOption(
             f"unknown PostgreSQL store option(s) {', '.join(unknown)}; "
             f"known: {', '.join(sorted(_FIELDS))}"
         )
@@ -227,9 +227,9 @@ def parse_url(url: str, options: Mapping[str, Any]) -> tuple[dict[str, Any], Pos
     try:
         parts = urlsplit(url)
     except ValueError as exc:
-        raise ValueError(f"invalid PostgreSQL URL {shown}: {scrub(str(exc), secrets)}") from None
+        raise InvalidOption(f"invalid PostgreSQL URL {shown}: {scrub(str(exc), secrets)}") from None
     if parts.scheme.lower() not in ("postgresql", "postgres"):
-        raise ValueError(f"not a PostgreSQL URL (postgresql:// or postgres://): {shown}")
+        raise InvalidOption(f"not a PostgreSQL URL (postgresql:// or postgres://): {shown}")
     ours: dict[str, Any] = {}
     passed: list[tuple[str, str]] = []
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
@@ -248,7 +248,7 @@ def parse_url(url: str, options: Mapping[str, Any]) -> tuple[dict[str, Any], Pos
     try:
         params: dict[str, Any] = dict(conninfo_to_dict(libpq_url))
     except Exception as exc:  # psycopg.ProgrammingError; its text may quote the password
-        raise ValueError(f"invalid PostgreSQL URL {shown}: {scrub(str(exc), secrets)}") from None
+        raise InvalidOption(f"invalid PostgreSQL URL {shown}: {scrub(str(exc), secrets)}") from None
     params.setdefault("application_name", settings.application_name)
     params.setdefault("connect_timeout", settings.connect_timeout)
     return params, settings

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from chatkeep.core import ChatkeepError
+from chatkeep.core import InvalidOption as CoreInvalidOption
 
 __all__ = ["InvalidOption"]
 
 
-class InvalidOption(ChatkeepError, ValueError, TypeError):
+class InvalidOption(CoreInvalidOption):
     """A Redis URL or option was malformed or out of range.
 
     A ``ValueError`` (and, for options of the wrong type, a ``TypeError``): the message names

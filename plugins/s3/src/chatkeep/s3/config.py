@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from chatkeep.core import redact_url
+from chatkeep.core import InvalidOption, redact_url
 
 __all__ = ["S3Options", "make_options", "parse_url"]
 
@@ -66,19 +66,19 @@ class S3Options:
 
     def __post_init__(self) -> None:
         if not self.bucket:
-            raise ValueError("the S3 store needs a bucket: s3://BUCKET/prefix")
+            raise InvalidOption("the S3 store needs a bucket: s3://BUCKET/prefix")
         if self.max_workers < 1:
-            raise ValueError("max_workers must be at least 1")
+            raise InvalidOption("max_workers must be at least 1")
         if self.retries < 1:
-            raise ValueError("retries must be at least 1")
+            raise InvalidOption("retries must be at least 1")
         if self.max_conflicts < 1:
-            raise ValueError("max_conflicts must be at least 1")
+            raise InvalidOption("max_conflicts must be at least 1")
         if self.addressing_style not in (None, "path", "virtual", "auto"):
-            raise ValueError("addressing_style must be 'path', 'virtual' or 'auto'")
+            raise InvalidOption("addressing_style must be 'path', 'virtual' or 'auto'")
         if self.checksum not in (None, "when_supported", "when_required"):
-            raise ValueError("checksum must be 'when_supported' or 'when_required'")
+            raise InvalidOption("checksum must be 'when_supported' or 'when_required'")
         if self.cache_bytes < 0 or self.range_threshold < 0:
-            raise ValueError("cache_bytes and range_threshold must not be negative")
+            raise InvalidOption("cache_bytes and range_threshold must not be negative")
 
     def describe(self) -> str:
         """A credential-free description for reprs and error messages."""
@@ -103,7 +103,7 @@ def _coerce(name: str, raw: str) -> Any:
         if isinstance(default, float):
             return float(raw)
     except ValueError:
-        raise ValueError(f"S3 URL option {name!r} must be a number") from None
+        raise InvalidOption(f"S3 URL option {name!r} must be a number") from None
     return raw
 
 
@@ -116,9 +116,9 @@ def parse_url(url: str, **options: Any) -> S3Options:
     """
     parts = urlsplit(url)
     if parts.scheme.lower() != "s3":
-        raise ValueError(f"not an s3:// URL: {redact_url(url)!r}")
+        raise InvalidOption(f"not an s3:// URL: {redact_url(url)!r}")
     if "@" in parts.netloc:
-        raise ValueError(
+        raise InvalidOption(
             "credentials do not belong in an s3:// URL; use the AWS credential chain "
             "(environment, profile, role) or keyword arguments"
         )
@@ -126,12 +126,14 @@ def parse_url(url: str, **options: Any) -> S3Options:
     for raw_name, raw_value in parse_qsl(parts.query, keep_blank_values=True):
         name = _ALIASES.get(raw_name, raw_name)
         if name in _CREDENTIAL_NAMES:
-            raise ValueError(
+            raise InvalidOption(
                 f"{raw_name!r} must not appear in the URL (URLs get logged); pass it as a "
                 "keyword argument or use the AWS credential chain"
             )
         if name not in _URL_FIELDS:
-            raise ValueError(f"unknown S3 URL option {raw_name!r}; known: {', '.join(_URL_FIELDS)}")
+            raise InvalidOption(
+                f"unknown S3 URL option {raw_name!r}; known: {', '.join(_URL_FIELDS)}"
+            )
         values[name] = _coerce(name, raw_value)
     return make_options(values, options)
 
@@ -143,6 +145,6 @@ def make_options(base: dict[str, Any], options: dict[str, Any]) -> S3Options:
     for raw_name, value in options.items():
         name = _ALIASES.get(raw_name, raw_name)
         if name not in _FIELDS:
-            raise TypeError(f"unknown S3 store option {raw_name!r}")
+            raise InvalidOption(f"unknown S3 store option {raw_name!r}")
         values[name] = value
     return S3Options(**values)

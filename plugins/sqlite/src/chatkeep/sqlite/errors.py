@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from chatkeep.core import ChatkeepError
+from chatkeep.core import InvalidOption as CoreInvalidOption
 
 __all__ = ["IncompatibleSchema", "InvalidOption", "StoreFull"]
 
 
-class InvalidOption(ChatkeepError, ValueError):
+class InvalidOption(CoreInvalidOption):
     """A SQLite URL or option was malformed, unknown or out of range.
 
     The message names the option, the value received and what is accepted.
