@@ -97,6 +97,8 @@ def test_correct_shared_durable_backend_passes(tmp_path: Path) -> None:
         "shared": "pass",
         "durable": "pass",
         "ttl": "not declared",
+        "views": "pass",
+        "lifecycle": "pass",
     }
     assert report.capability("shared").passed == 2
 

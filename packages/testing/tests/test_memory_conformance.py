@@ -32,6 +32,8 @@ def test_runner_reports_memory_as_full() -> None:
         "shared": "not declared",
         "durable": "not declared",
         "ttl": "not declared",
+        "views": "pass",
+        "lifecycle": "pass",
     }
     counts = report.counts
     assert counts["failed"] == 0
