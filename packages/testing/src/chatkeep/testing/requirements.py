@@ -73,7 +73,7 @@ REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType(
         "ForkTests": needs(group="views"),
         "UndoTests": needs(group="views"),
         "CheckpointTests": needs(group="views"),
-        "ForkDeletionTests": needs("delete", group="views"),
+        "ForkDeletionTests": needs("delete"),
         "LifecycleTests": needs(group="lifecycle"),
     }
 )
