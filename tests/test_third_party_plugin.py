@@ -151,4 +151,6 @@ def test_module_runner_reports_full(venv_python: Path, tmp_path: Path) -> None:
         "shared": "pass",
         "durable": "pass",
         "ttl": "not declared",
+        "views": "pass",
+        "lifecycle": "pass",
     }
