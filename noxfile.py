@@ -25,6 +25,8 @@ MEMBERS = {
     "azure_blob": "plugins/azure_blob",
     "testing": "packages/testing",
     "cli": "packages/cli",
+    "openai": "packages/openai",
+    "anthropic": "packages/anthropic",
 }
 BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob"]
 TYPED = ["core/src", *(f"{path}/src" for name, path in MEMBERS.items() if name != "core")]

@@ -80,6 +80,15 @@ from .session import AgentSession, ProviderSessionState, StateBag, register_stat
 from .store import CAPABILITIES, Backend, Store
 from .tools import Tool, ToolError, tool
 from .urls import redact_url
+from .vendors import (
+    MissingCredentials,
+    MissingVendorSetting,
+    UnknownVendor,
+    UnsupportedProtocol,
+    Vendor,
+    get_vendor,
+    vendors,
+)
 from .views import (
     Checkpoint,
     acompact,
@@ -129,6 +138,8 @@ __all__ = [
     "Message",
     "MessageNotFound",
     "MessageSource",
+    "MissingCredentials",
+    "MissingVendorSetting",
     "OfflineChatClient",
     "Pipeline",
     "PluginError",
@@ -156,7 +167,10 @@ __all__ = [
     "TruncationReducer",
     "UnknownBackend",
     "UnknownContent",
+    "UnknownVendor",
+    "UnsupportedProtocol",
     "UriContent",
+    "Vendor",
     "ViewError",
     "acompact",
     "adelete_session",
@@ -173,6 +187,7 @@ __all__ = [
     "encode_message",
     "encode_records",
     "fork",
+    "get_vendor",
     "hookimpl",
     "list_forks",
     "message_from_dict",
@@ -185,4 +200,5 @@ __all__ = [
     "register_state_type",
     "tool",
     "undo",
+    "vendors",
 ]

@@ -177,6 +177,10 @@ class ChatClient(Protocol):
     ``messages`` is everything the model should see for this call; ``conversation_id``
     is the service-side conversation to continue (``None`` for a new or client-managed one).
     When the agent has tools it also passes ``tools=[Tool, ...]``.
+
+    Optional attribute ``service_managed: bool``: ``False`` declares that the client keeps
+    nothing on the service, so the agent refuses (``HistoryConflict``) to continue a session
+    whose history the service holds instead of silently starting it over.
     """
 
     def get_response(
@@ -560,6 +564,18 @@ class Agent:
         outcome: _Outcome,
     ) -> AsyncIterator[ChatResponseUpdate]:
         request = self._with_ids(_as_messages(input))
+        if (
+            session.conversation_id is not None
+            and getattr(self.client, "service_managed", None) is False
+        ):
+            # The service holds this conversation; a client that keeps nothing there would
+            # silently start over without it.
+            raise HistoryConflict(
+                f"session {session.session_id!r} is kept by the model service (conversation "
+                f"{session.conversation_id!r}), but {type(self.client).__name__} keeps no "
+                "history there. Move it first with chatkeep.openai.migrate_to_client_managed, "
+                "or keep using a service-managed client."
+            )
         added, extra_instructions, extra_tools = await self._gather_context(session, request)
         tools: dict[str, Tool] = {}
         for item in [*self.tools, *extra_tools]:

@@ -175,6 +175,7 @@ class ToolLoopLimit(ChatkeepError, RuntimeError):
 
 
 class HistoryConflict(ChatkeepError, RuntimeError):
-    """The agent has a history provider, but the model service keeps the conversation
-    itself (it returned a conversation id) and the agent's ``conflict_policy`` is
-    ``"raise"``."""
+    """Local and service-side history disagree about who keeps the conversation: the agent
+    has a history provider but the service returned a conversation id (and the agent's
+    ``conflict_policy`` is ``"raise"``), or a session the service keeps is continued with a
+    client that keeps nothing there (``service_managed = False``)."""

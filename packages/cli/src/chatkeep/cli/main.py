@@ -1,4 +1,4 @@
-"""The ``chatkeep`` command: ``backends``, ``demo``, ``sessions``, ``conformance``.
+"""The ``chatkeep`` command: ``backends``, ``demo``, ``sessions``, ``chat``, ``conformance``.
 
 Every command that touches a store takes ``--url`` and falls back to ``CHATKEEP_URL``.
 """
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from chatkeep.core import ChatkeepError, backends
 
-from . import demo, sessions
+from . import chat, demo, sessions
 
 __all__ = ["main"]
 
@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo.add_commands(commands)
     sessions.add_commands(commands)
+    chat.add_commands(commands)
 
     conformance = commands.add_parser(
         "conformance", help="run the conformance suite against a store URL"
