@@ -122,3 +122,36 @@ def demo(session: nox.Session) -> None:
             *session.posargs,
             env={"CHATKEEP_URL": os.environ.get("CHATKEEP_URL", "")},
         )
+
+
+#: What the bench session installs beside chatkeep: the peer libraries it compares with,
+#: and what their rows and the s3 backend need (benchmarks/README.md).
+BENCH_PEERS = [
+    "openai-agents",
+    "langchain-community",
+    "langchain-postgres",
+    "langchain-redis",
+    "agent-framework-core",
+    "agent-framework-redis>=1.0.0b0",  # only pre-releases exist so far
+    "aiosqlite",  # the Agents SDK's SQLAlchemy session on SQLite
+    "moto[server]",  # --backends s3
+]
+BENCH_MEMBERS = ["core", "sqlite", "redis", "postgres", "s3", "azure_blob"]
+
+
+@nox.session  # not tagged ci: the full run takes ~10 minutes of the machine
+def bench(session: nox.Session) -> None:
+    """chatkeep vs the raw drivers vs peer libraries (DESIGN section 8).
+
+    ``nox -s bench`` is the full run (~10 min); arguments after ``--`` go to
+    benchmarks/run.py: ``nox -s bench -- --quick --backends sqlite,redis``.
+    """
+    present = _members()
+    editable = [
+        arg
+        for name in BENCH_MEMBERS
+        if name in present
+        for arg in ("-e", str(ROOT / present[name]))
+    ]
+    session.install(*editable, *BENCH_PEERS)
+    session.run("python", str(ROOT / "benchmarks" / "run.py"), *session.posargs)
