@@ -213,6 +213,72 @@ def test_lost_async_append_reply_is_retried_without_duplicates(
         truth.close()
 
 
+def _raise_on_none_inside(module: str) -> Any:
+    """A function, compiled as if it were part of ``module``, that uses a None writer."""
+    namespace: dict[str, Any] = {"__name__": module}
+    exec("def send(writer):\n    writer.writelines([b'PING'])\n", namespace)
+    return namespace["send"]
+
+
+def test_connection_torn_down_under_an_async_command_is_retried(
+    redis_store_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # redis-py's asyncio cluster client can disconnect a connection another task is using;
+    # the user then fails inside redis.asyncio with an AttributeError on None.
+    backend = RedisStore(redis_store_url, **FAST)
+    store = Store(backend, name="redis")
+    session = sid()
+    send = _raise_on_none_inside("redis.asyncio.connection")
+
+    async def main() -> None:
+        await store.aappend(session, batch("a"))  # makes this loop's client
+        client = backend._handle().client
+        real = client.execute_command
+        faults = [1, 1]
+
+        async def torn_down(*args: Any, **kwargs: Any) -> Any:
+            if faults:
+                faults.pop()
+                send(None)
+            return await real(*args, **kwargs)
+
+        monkeypatch.setattr(client, "execute_command", torn_down)
+        await store.aappend(session, batch("b"))
+        assert await store.aread(session) == batch("a", "b")
+        await store.aclose()
+
+    with caplog.at_level(logging.WARNING, logger="chatkeep.redis"):
+        asyncio.run(main())
+    retries = [r.getMessage() for r in caplog.records if r.name == "chatkeep.redis"]
+    assert len(retries) == 2
+    assert all("closed by the driver while in use" in message for message in retries)
+
+
+def test_other_attribute_errors_are_not_mistaken_for_lost_connections(
+    redis_store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = RedisStore(redis_store_url, **FAST)
+    store = Store(backend, name="redis")
+    elsewhere = _raise_on_none_inside("somebody.else")
+
+    async def main() -> None:
+        await store.aappend(sid(), batch("a"))
+        client = backend._handle().client
+
+        async def broken(*args: Any, **kwargs: Any) -> Any:
+            elsewhere(None)
+
+        monkeypatch.setattr(client, "execute_command", broken)
+        try:
+            with pytest.raises(AttributeError, match="writelines"):
+                await store.aappend(sid(), batch("b"))
+        finally:
+            monkeypatch.undo()
+            await store.aclose()
+
+    asyncio.run(main())
+
+
 def test_replies_lost_on_every_attempt_give_store_unavailable_and_whole_batch(
     proxy: FaultyProxy, via_proxy: str, redis_store_url_for: str
 ) -> None:

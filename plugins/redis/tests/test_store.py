@@ -7,6 +7,7 @@ the backend's native async path (aappend, aread, ...) is exercised, not a thread
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import time
@@ -16,7 +17,9 @@ from typing import Any
 
 import pytest
 import redis
+import redis.asyncio.cluster
 import redis.cluster
+import redis.exceptions
 from redis.crc import key_slot
 
 from chatkeep.core import CorruptRecord, Record, Store, StoreUnavailable
@@ -446,6 +449,49 @@ def test_concurrent_async_appends_all_survive(any_redis_url: str) -> None:
         await store.aclose()
 
     asyncio.run(main())
+
+
+def test_first_concurrent_async_commands_of_a_cluster_client_go_to_the_slot_owner(
+    redis_cluster_store_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Recent redis-py (8.1) picks a command's route before it initializes a new cluster
+    # client, so without chatkeep initializing first, each first command went to a
+    # random primary and came back MOVED; with many at once redis-py then closed
+    # connections in use (the "writelines on None" flake). Twelve first commands over
+    # six sessions (on every master).
+    moved: list[str] = []
+    real = redis.asyncio.cluster.ClusterNode.execute_command
+
+    async def counting(node: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await real(node, *args, **kwargs)
+        except redis.exceptions.MovedError:
+            moved.append(str(args[0]))
+            raise
+
+    monkeypatch.setattr(redis.asyncio.cluster.ClusterNode, "execute_command", counting)
+    store = Store(RedisStore(redis_cluster_store_url), name="redis")
+    sessions = [sid() for _ in range(6)]
+
+    async def main() -> list[list[Record]]:
+        await asyncio.gather(
+            *(
+                store.aappend(session, records(f"{session}-{task}"))
+                for task in range(2)
+                for session in sessions
+            )
+        )
+        stored = [await store.aread(session) for session in sessions]
+        await store.aclose()
+        return stored
+
+    with caplog.at_level(logging.WARNING, logger="chatkeep.redis"):
+        stored = asyncio.run(main())
+    assert [sorted(r.id for r in log) for log in stored] == [
+        [f"{session}-0", f"{session}-1"] for session in sessions
+    ]
+    assert moved == []
+    assert [r.getMessage() for r in caplog.records if r.name == "chatkeep.redis"] == []
 
 
 def test_async_works_across_event_loops(any_redis_url: str) -> None:

@@ -5,6 +5,12 @@ that made it, so the store keeps one per loop, made on first use there. Each has
 ``asyncio.Semaphore`` of ``pool_size`` in front of it: concurrent callers beyond that wait
 for a free connection rather than failing (redis-py's asyncio pools either raise when full
 or, in some 5.x releases, deadlock when a connection attempt fails).
+
+A cluster client learns the topology (``initialize()``) before each command is routed:
+recent redis-py (seen in 8.1) has ``RedisCluster.execute_command`` choose the command's
+routing policy *before* it initializes the client, so the first commands of a new client
+(all of them, when many tasks start together) go to a random primary instead of their slot's
+owner and come back MOVED.
 """
 
 from __future__ import annotations
@@ -12,11 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from chatkeep.core import Record
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 
 from .clients import AsyncClient, connect_async
@@ -44,6 +51,22 @@ class _Handle:
 
     client: AsyncClient
     slots: asyncio.Semaphore
+    cluster: bool
+
+    async def execute(self, *args: Any) -> Any:
+        """Run one command, holding one of the ``slots`` while it is in flight."""
+        async with self.slots:
+            return await self.execute_unbounded(*args)
+
+    async def execute_unbounded(self, *args: Any) -> Any:
+        """Run one command; the caller holds a slot."""
+        with _torn_down_as_connection_error():
+            if self.cluster:
+                # Routes by the key's slot only once initialized (see the module docstring);
+                # a no-op once it is, and after a fault it re-learns the topology here, once,
+                # under redis-py's lock, instead of each concurrent command guessing.
+                await self.client.initialize()
+            return await self.client.execute_command(*args)
 
 
 class AsyncHooks:
@@ -80,15 +103,15 @@ class AsyncHooks:
                 handle = self._handles.get(loop)
                 if handle is None:
                     handle = _Handle(
-                        connect_async(self._settings), asyncio.Semaphore(self._settings.pool_size)
+                        connect_async(self._settings),
+                        asyncio.Semaphore(self._settings.pool_size),
+                        self._settings.cluster,
                     )
                     self._handles[loop] = handle
         return handle
 
     async def _command(self, *args: Any) -> Any:
-        handle = self._handle()
-        async with handle.slots:
-            return await handle.client.execute_command(*args)
+        return await self._handle().execute(*args)
 
     # -- the hooks -------------------------------------------------------------------------
 
@@ -102,11 +125,11 @@ class AsyncHooks:
             handle = self._handle()
             async with handle.slots:
                 try:
-                    return await handle.client.execute_command(
+                    return await handle.execute_unbounded(
                         "EVALSHA", APPEND_SCRIPT_SHA, 2, log_key, ids_key, *args
                     )
                 except NoScriptError:
-                    return await handle.client.execute_command(
+                    return await handle.execute_unbounded(
                         "EVAL", APPEND_SCRIPT, 2, log_key, ids_key, *args
                     )
 
@@ -190,13 +213,50 @@ class _AsyncScanPage:
     async def __call__(self) -> tuple[int, list[bytes]]:
         client = self.handle.client
         async with self.handle.slots:
-            if self.node is None:
-                cursor, keys = await client.scan(self.cursor, match=self.pattern, count=self.count)
-                return int(cursor), list(keys)
-            cursors, keys = await client.scan(
-                self.cursor, match=self.pattern, count=self.count, target_nodes=self.node
-            )
-            return int(next(iter(cursors.values()))), list(keys)
+            with _torn_down_as_connection_error():
+                if self.node is None:
+                    cursor, keys = await client.scan(
+                        self.cursor, match=self.pattern, count=self.count
+                    )
+                    return int(cursor), list(keys)
+                cursors, keys = await client.scan(
+                    self.cursor, match=self.pattern, count=self.count, target_nodes=self.node
+                )
+                return int(next(iter(cursors.values()))), list(keys)
+
+
+@contextlib.contextmanager
+def _torn_down_as_connection_error() -> Iterator[None]:
+    """Turn redis-py's use of a connection disconnected under it into a ConnectionError."""
+    try:
+        yield
+    except AttributeError as exc:
+        if not _torn_down(exc):
+            raise
+        raise RedisConnectionError(f"connection closed by the driver while in use ({exc})") from exc
+
+
+def _torn_down(exc: AttributeError) -> bool:
+    """Whether ``exc`` is redis-py using a connection that another task just disconnected.
+
+    redis-py's asyncio cluster client disconnects connections that other tasks hold: on a
+    connection error it disconnects the node's idle connections (``ClusterNode.
+    disconnect_free_connections``) while they stay in the idle queue, where a concurrent
+    command can take one and start using it, and ``RedisCluster.aclose()`` (on CLUSTERDOWN or
+    an uncovered slot) disconnects every connection. ``Connection.disconnect()`` then sets
+    the connection's reader and writer to None under the user, which fails with an
+    AttributeError on None inside redis.asyncio (``'NoneType' object has no attribute
+    'writelines'``) instead of a ConnectionError. The command is as safe to repeat as after
+    any lost connection, so it is retried like one. Recognised narrowly: the error must be
+    raised on None, in a redis.asyncio frame.
+    """
+    if getattr(exc, "obj", None) is not None or "'NoneType'" not in str(exc):
+        return False
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    module = frame.tb_frame.f_globals.get("__name__", "") if frame is not None else ""
+    return isinstance(module, str) and module.startswith("redis.asyncio.")
 
 
 async def _aclose_client(client: AsyncClient) -> None:

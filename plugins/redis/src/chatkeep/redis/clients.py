@@ -77,6 +77,15 @@ def connect_async(settings: Settings) -> AsyncClient:
             ],
             max_connections=settings.pool_size,
             retry=no_retries,
+            # On every fifth MOVED reply redis-py's asyncio cluster client re-learns the
+            # topology by calling its own aclose(), which disconnects every connection,
+            # including those that other tasks are sending on or reading from at that
+            # moment (they fail with "Connection closed by server", "Connection lost" or
+            # an AttributeError on a connection whose writer was just set to None). With
+            # 0 a MOVED only patches the moved slot (redis-py's documented meaning); a
+            # real topology change still refreshes everything through the connection or
+            # CLUSTERDOWN errors it causes, and chatkeep's retries repeat the operation.
+            reinitialize_steps=0,
             **options,
         )
     # Not a BlockingConnectionPool: the store bounds concurrency with a semaphore (some
