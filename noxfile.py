@@ -6,7 +6,10 @@ installs the workspace from the committed lock file with uv.
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import nox
@@ -100,6 +103,41 @@ def conformance(session: nox.Session, backend: str) -> None:
     if not files:
         session.error(f"{backend} has no conformance test file")
     _pytest(session, *files)
+
+
+def _oldest_python() -> str | None:
+    """A Python 3.10 interpreter on this machine (PATH, or pyenv's versions), if any.
+
+    uv would otherwise try to download one, which needs a network the CI machine lacks.
+    """
+    found = shutil.which("python3.10")
+    candidates = [found] if found else []
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.10*/bin/python3.10")))
+    for candidate in candidates:
+        try:
+            version = subprocess.run(
+                [candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 10))"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            ).stdout.strip()
+        except OSError:
+            continue
+        if version == "True":
+            return candidate
+    return None
+
+
+OLDEST_PYTHON = _oldest_python()
+
+
+# Part of the CI run wherever a 3.10 interpreter exists (it does on the CI machine).
+@nox.session(python=OLDEST_PYTHON or "3.10", tags=["ci"] if OLDEST_PYTHON else [])
+def oldest(session: nox.Session) -> None:
+    """The oldest supported Python (3.10): core, SQLite and the CLI's tests."""
+    _install(session)
+    _pytest(session, "core/tests", "plugins/sqlite/tests", "packages/cli/tests")
 
 
 @nox.session(tags=["ci"])
