@@ -10,6 +10,7 @@ Quick start::
     print(agent.run_sync("Hello!", session).text)
 """
 
+from ._loop import LoopThread
 from .agent import (
     Agent,
     AgentResponse,
@@ -135,6 +136,7 @@ __all__ = [
     "InvalidOption",
     "InvalidRecord",
     "InvalidSessionId",
+    "LoopThread",
     "Message",
     "MessageNotFound",
     "MessageSource",

@@ -1,11 +1,15 @@
-"""A private event loop on a daemon thread, so synchronous code can drive an async backend.
+"""An event loop on a daemon thread, so synchronous code can drive async code.
 
 One loop per store: connections an async driver binds to its loop stay valid across calls.
+The core's :class:`~chatkeep.core.store.Store` uses one for async-only backends; a backend
+that drives an async SDK from its own sync methods uses the same class
+(``from chatkeep.core import LoopThread``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -33,8 +37,20 @@ class LoopThread:
                 self._loop, self._thread = loop, thread
             return self._loop
 
+    @property
+    def started(self) -> bool:
+        """Whether the loop thread is running."""
+        return self._loop is not None
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coroutine`` on the loop (starting it if needed); a future for its result.
+
+        ``await asyncio.wrap_future(thread.submit(...))`` waits for it from another loop.
+        """
+        return asyncio.run_coroutine_threadsafe(coroutine, self._ensure())
+
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run ``coroutine`` on the private loop and block until it finishes."""
+        """Run ``coroutine`` on the loop and block until it finishes."""
         loop = self._ensure()
         try:
             running = asyncio.get_running_loop()
@@ -44,11 +60,6 @@ class LoopThread:
             coroutine.close()
             raise RuntimeError("a blocking chatkeep call was made from its own backend loop")
         return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
-
-    @property
-    def started(self) -> bool:
-        """Whether the loop thread is running."""
-        return self._loop is not None
 
     def stop(self) -> None:
         """Stop the loop and join its thread (no-op if it never started)."""

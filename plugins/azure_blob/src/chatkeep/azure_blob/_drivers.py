@@ -8,11 +8,9 @@ quote request signatures, so they are never passed on.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from azure.core import MatchConditions
@@ -51,7 +49,7 @@ from ._operations import (
     Upload,
 )
 
-__all__ = ["AsyncDriver", "LoopThread", "SyncDriver", "translate"]
+__all__ = ["AsyncDriver", "SyncDriver", "translate"]
 
 _FULL_CODES = frozenset({"BlockCountExceedsLimit", "MaxBlobSizeConditionNotMet"})
 T = TypeVar("T")
@@ -291,40 +289,3 @@ class AsyncDriver:
     async def close(self) -> None:
         """Close the client's connections."""
         await self.container.close()
-
-
-class LoopThread:
-    """An event loop on a daemon thread, started on first use, for the aio client."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def started(self) -> bool:
-        """Whether the loop is running."""
-        return self._loop is not None
-
-    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Schedule ``coroutine`` on the loop; a future for its result."""
-        with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="chatkeep-azure-blob", daemon=True
-                )
-                thread.start()
-                self._loop, self._thread = loop, thread
-            return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
-
-    def stop(self) -> None:
-        """Stop the loop and join its thread (no-op if it never started)."""
-        with self._lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None or thread is None:
-            return
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        loop.close()

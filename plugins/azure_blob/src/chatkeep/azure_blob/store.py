@@ -23,11 +23,11 @@ from typing import Any, ClassVar, TypeVar
 
 from azure.core.exceptions import AzureError
 
-from chatkeep.core import CorruptRecord, Record, StoreUnavailable
+from chatkeep.core import CorruptRecord, LoopThread, Record, StoreUnavailable
 
 from . import _read, _write
 from ._config import SCHEME, Settings, parse_settings
-from ._drivers import AsyncDriver, LoopThread, SyncDriver, translate
+from ._drivers import AsyncDriver, SyncDriver, translate
 from ._operations import (
     AccessRefused,
     BlobMissing,
@@ -96,7 +96,7 @@ class AzureBlobStore:
         self._lock = threading.Lock()
         self._sync: SyncDriver | None = None
         self._async: AsyncDriver | None = None
-        self._loop = LoopThread()
+        self._loop = LoopThread("azure-blob")
 
     # -- description ------------------------------------------------------------------
 
