@@ -31,6 +31,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 import pytest
 
 from chatkeep.core import Store, open_store
+from chatkeep.testing.services import service_unavailable
 
 #: The emulator's published development account (documented by Microsoft; not a secret).
 DEV_ACCOUNT = "devstoreaccount1"
@@ -69,10 +70,7 @@ class BlobService:
 
 
 def _unavailable(reason: str) -> None:
-    message = f"Azure Blob tests need a blob service: {reason}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
+    service_unavailable(f"Azure Blob tests need a blob service: {reason}")
 
 
 def _listening(port: int, timeout: float = 0.5) -> bool:

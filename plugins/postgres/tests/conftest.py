@@ -7,7 +7,6 @@ report header), except under ``CI=true``, where they fail: CI must test the real
 
 from __future__ import annotations
 
-import os
 import secrets
 import sys
 import uuid
@@ -20,6 +19,7 @@ from psycopg import sql
 
 from chatkeep.core import redact_url
 from chatkeep.postgres import PostgresStore
+from chatkeep.testing.services import service_unavailable
 
 # Helpers (and worker functions for spawned processes) live in a plain module next to the
 # tests; spawned children inherit sys.path, so they import it by name too.
@@ -49,9 +49,7 @@ def postgres_url() -> str:
     url = base_url()
     problem = _probe(url)
     if problem is not None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true and {problem}", pytrace=False)
-        pytest.skip(f"SKIPPED (no server): {problem}")
+        service_unavailable(problem)
     return url
 
 

@@ -29,15 +29,14 @@ import redis
 import redis.cluster
 
 from chatkeep.core import redact_url
+from chatkeep.testing.services import service_unavailable
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 
 
 def _missing(reason: str) -> None:
     """Skip (outside CI) or fail (CI=true): a real service is required under CI."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"required Redis service unavailable under CI: {reason}", pytrace=False)
-    pytest.skip(f"REDIS UNAVAILABLE, tests skipped: {reason}")
+    service_unavailable(f"Redis: {reason}")
 
 
 def with_option(url: str, name: str, value: str) -> str:

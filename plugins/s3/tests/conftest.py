@@ -27,6 +27,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
 
+from chatkeep.testing.services import service_unavailable
+
 _CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "chatkeep-test-key",
     "AWS_SECRET_ACCESS_KEY": "chatkeep-test-secret",
@@ -102,10 +104,9 @@ def _start_moto() -> tuple[Any, str]:
     try:
         from moto.server import ThreadedMotoServer
     except ImportError as exc:  # pragma: no cover - moto is in the dev group
-        message = f"moto[server] is not installed ({exc}); set CHATKEEP_TEST_S3_URL instead"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        service_unavailable(
+            f"moto[server] is not installed ({exc}); set CHATKEEP_TEST_S3_URL instead"
+        )
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
