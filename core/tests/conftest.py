@@ -45,6 +45,11 @@ class CountingBackend:
             self.appends.append((session_id, list(records)))
         self.inner.append(session_id, records)
 
+    def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        with self.lock:
+            self.appends.append((session_id, list(records)))
+        self.inner.append_if(session_id, records, after)
+
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         result = self.inner.read(session_id, start, stop)
         with self.lock:

@@ -612,6 +612,11 @@ def test_sync_functions_work_on_an_async_backend() -> None:
         async def append(self, session_id: str, records: list[Record]) -> None:
             self.inner.append(session_id, records)
 
+        async def append_if(
+            self, session_id: str, records: list[Record], after: str | None
+        ) -> None:
+            self.inner.append_if(session_id, records, after)
+
         async def read(
             self, session_id: str, start: int = 0, stop: int | None = None
         ) -> list[Record]:

@@ -228,6 +228,13 @@ class FlakyBackend:
             raise Injected("append")
         self.inner.append(session_id, records)
 
+    def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        if self._tick():
+            if self.lost_appends:
+                self.inner.append_if(session_id, records, after)
+            raise Injected("append_if")
+        self.inner.append_if(session_id, records, after)
+
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         if self._tick():
             raise Injected("read")

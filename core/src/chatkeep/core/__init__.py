@@ -24,6 +24,7 @@ from .agent import (
 from .codec import EncodeError, decode_message, encode_message, message_from_dict, message_to_dict
 from .context import Context, ContextProvider
 from .errors import (
+    AppendConflict,
     CapabilityMissing,
     ChatkeepError,
     CorruptRecord,
@@ -33,8 +34,10 @@ from .errors import (
     InvalidSessionId,
     MessageNotFound,
     PluginError,
+    RecordConflict,
     SessionExists,
     SessionNotFound,
+    StoreClosed,
     StoreUnavailable,
     ToolLoopLimit,
     UnknownBackend,
@@ -112,6 +115,7 @@ __all__ = [
     "AgentResponse",
     "AgentResponseStream",
     "AgentSession",
+    "AppendConflict",
     "Backend",
     "BackendInfo",
     "CapabilityMissing",
@@ -148,6 +152,7 @@ __all__ = [
     "ProviderSessionState",
     "ReasoningContent",
     "Record",
+    "RecordConflict",
     "Reducer",
     "ReducerTrigger",
     "Role",
@@ -156,6 +161,7 @@ __all__ = [
     "SlidingWindowReducer",
     "StateBag",
     "Store",
+    "StoreClosed",
     "StoreUnavailable",
     "StreamingChatClient",
     "SummarizationReducer",

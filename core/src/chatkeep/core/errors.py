@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 __all__ = [
+    "AppendConflict",
     "CapabilityMissing",
     "ChatkeepError",
     "CorruptRecord",
@@ -18,8 +19,10 @@ __all__ = [
     "InvalidSessionId",
     "MessageNotFound",
     "PluginError",
+    "RecordConflict",
     "SessionExists",
     "SessionNotFound",
+    "StoreClosed",
     "StoreUnavailable",
     "ToolLoopLimit",
     "UnknownBackend",
@@ -58,6 +61,45 @@ class InvalidOption(ChatkeepError, ValueError, TypeError):
     Every backend raises this (or a subclass) for bad configuration; the message names the
     option and what is accepted, and never shows a password.
     """
+
+
+class RecordConflict(ChatkeepError, ValueError):
+    """A record id already stored in the session was appended again with different data.
+
+    An exact retry (same id, same data) is a no-op; reusing an id for other data would lose
+    one of the two, so the whole batch is refused and nothing of it is stored.
+    """
+
+    def __init__(self, session_id: str, record_id: str) -> None:
+        self.session_id = session_id
+        self.record_id = record_id
+        super().__init__(
+            f"record id {record_id!r} is already stored in session {session_id!r} with "
+            "different data; nothing of the batch was stored (give each record its own id)"
+        )
+
+
+class AppendConflict(ChatkeepError, RuntimeError):
+    """A conditional append (``Store.append_if``) found the session's log changed since the
+    caller read it: its last record is no longer ``expected``. Nothing was stored; read the
+    session again and retry."""
+
+    def __init__(self, session_id: str, expected: str | None) -> None:
+        self.session_id = session_id
+        self.expected = expected
+        state = "empty" if expected is None else f"ending at record {expected!r}"
+        super().__init__(
+            f"session {session_id!r} changed since it was read (expected it {state}); "
+            "nothing was stored: read it again and retry"
+        )
+
+
+class StoreClosed(ChatkeepError, RuntimeError):
+    """The store handle was closed; open a new one with ``open_store``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"this {name!r} store handle is closed; open a new one")
 
 
 class UnknownBackend(ChatkeepError, LookupError):

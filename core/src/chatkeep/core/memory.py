@@ -2,7 +2,8 @@
 
 ``memory://`` opens a private, empty store; ``memory://NAME`` opens the process-wide store
 called NAME, so two ``open_store("memory://shared")`` calls see the same sessions. Nothing
-survives the process. Registered through the same hook as every external backend.
+survives the process. ``namespace=`` (or ``?namespace=``) isolates tenants of one store.
+Registered through the same hook as every external backend.
 """
 
 from __future__ import annotations
@@ -10,18 +11,29 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from typing import Any, ClassVar
+from urllib.parse import parse_qsl
 
+from .errors import AppendConflict, InvalidOption, RecordConflict
 from .hookspecs import RegisterBackend, hookimpl
+from .namespaces import check_namespace
 from .records import Record
 
 __all__ = ["MemoryStore"]
 
 
+class _Log:
+    __slots__ = ("data_by_id", "records")
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.data_by_id: dict[str, bytes] = {}
+
+
 class _Sessions:
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.logs: dict[str, list[Record]] = {}
-        self.ids: dict[str, set[str]] = {}
+        # (namespace, session id) -> log; the default namespace is "".
+        self.logs: dict[tuple[str, str], _Log] = {}
 
 
 _named: dict[str, _Sessions] = {}
@@ -31,45 +43,101 @@ _named_lock = threading.Lock()
 class MemoryStore:
     """Sessions kept in a dict of lists; thread-safe."""
 
-    capabilities: ClassVar[frozenset[str]] = frozenset({"delete", "list_sessions", "close"})
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {"delete", "list_sessions", "close", "conditional", "namespace"}
+    )
 
-    def __init__(self, name: str | None = None) -> None:
+    def __init__(
+        self, name: str | None = None, *, namespace: str | None = None, **unknown: Any
+    ) -> None:
+        if unknown:
+            raise InvalidOption(
+                f"unknown option(s) for the memory backend: {', '.join(sorted(unknown))} "
+                "(it takes only namespace=)"
+            )
         if name:
             with _named_lock:
                 self._sessions = _named.setdefault(name, _Sessions())
         else:
             self._sessions = _Sessions()
         self.name = name
+        self.namespace = "" if namespace is None else check_namespace(namespace)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> MemoryStore:
-        """``memory://`` (private) or ``memory://NAME`` (shared within the process)."""
-        name = url.split("://", 1)[1].strip("/")
-        return cls(name=name or None, **options)
+        """``memory://`` (private) or ``memory://NAME`` (shared within the process), with an
+        optional ``?namespace=`` query (the ``namespace=`` keyword wins)."""
+        rest = url.split("://", 1)[1]
+        name, _, query = rest.partition("?")
+        for key, value in parse_qsl(query, keep_blank_values=True):
+            if key != "namespace":
+                raise InvalidOption(
+                    f"memory:// URLs take only a 'namespace' query option, not {key!r}"
+                )
+            options.setdefault("namespace", value)
+        return cls(name=name.strip("/") or None, **options)
+
+    def _fresh(self, log: _Log | None, session_id: str, records: list[Record]) -> list[Record]:
+        """The records of ``records`` not stored yet (an id stored with other data raises)."""
+        if log is None:
+            return records
+        fresh = []
+        for record in records:
+            stored = log.data_by_id.get(record.id)
+            if stored is None:
+                fresh.append(record)
+            elif stored != record.data:
+                raise RecordConflict(session_id, record.id)
+        return fresh
+
+    def _store(self, key: tuple[str, str], log: _Log | None, fresh: list[Record]) -> None:
+        if log is None:
+            log = self._sessions.logs[key] = _Log()
+        log.records.extend(fresh)
+        log.data_by_id.update(fresh)
 
     def append(self, session_id: str, records: list[Record]) -> None:
-        sessions = self._sessions
-        with sessions.lock:
-            ids = sessions.ids.setdefault(session_id, set())
-            # Records already stored (a retried batch) are skipped, not duplicated.
-            fresh = [record for record in records if record.id not in ids]
+        """Append the records not stored yet (see the store contract)."""
+        key = (self.namespace, session_id)
+        with self._sessions.lock:
+            log = self._sessions.logs.get(key)
+            fresh = self._fresh(log, session_id, records)
             if fresh:
-                sessions.logs.setdefault(session_id, []).extend(fresh)
-                ids.update(record.id for record in fresh)
+                self._store(key, log, fresh)
+
+    def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        """Append only if the session's last record is ``after`` (``None``: empty)."""
+        key = (self.namespace, session_id)
+        with self._sessions.lock:
+            log = self._sessions.logs.get(key)
+            fresh = self._fresh(log, session_id, records)
+            if not fresh:
+                return
+            last = log.records[-1].id if log is not None and log.records else None
+            if last != after:
+                raise AppendConflict(session_id, after)
+            self._store(key, log, fresh)
 
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        """The records, sliced like a list."""
         with self._sessions.lock:
-            log = self._sessions.logs.get(session_id)
-            return [] if log is None else log[start:stop]
+            log = self._sessions.logs.get((self.namespace, session_id))
+            return [] if log is None else log.records[start:stop]
 
     def delete(self, session_id: str) -> None:
+        """Erase the session (its record ids become free again)."""
         with self._sessions.lock:
-            self._sessions.logs.pop(session_id, None)
-            self._sessions.ids.pop(session_id, None)
+            self._sessions.logs.pop((self.namespace, session_id), None)
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+        """This namespace's session ids in code-point order (a snapshot)."""
+        namespace = self.namespace
         with self._sessions.lock:
-            names = sorted(self._sessions.logs)
+            names = sorted(
+                session_id
+                for (owner, session_id), log in self._sessions.logs.items()
+                if owner == namespace and log.records
+            )
         for name in names:
             if prefix is None or name.startswith(prefix):
                 yield name

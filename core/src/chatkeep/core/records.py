@@ -8,9 +8,19 @@ from typing import NamedTuple
 
 from .errors import InvalidRecord, InvalidSessionId
 
-__all__ = ["MAX_SESSION_ID_LENGTH", "Record", "check_records", "check_session_id"]
+__all__ = [
+    "MAX_RECORD_ID_LENGTH",
+    "MAX_SESSION_ID_LENGTH",
+    "Record",
+    "check_records",
+    "check_session_id",
+    "prefix_upper_bound",
+]
 
+#: Session ids are at most this many characters (code points).
 MAX_SESSION_ID_LENGTH = 512
+#: Record ids are at most this many characters (code points), without NUL.
+MAX_RECORD_ID_LENGTH = 256
 
 
 class Record(NamedTuple):
@@ -72,9 +82,10 @@ def check_records(records: Iterable[Record | tuple[str, bytes]]) -> list[Record]
             ) from None
         if type(record_id) is not str or not record_id:
             raise InvalidRecord(f"record {position} of the batch has an invalid id {record_id!r}")
-        if len(record_id) > 256 or "\x00" in record_id:
+        if len(record_id) > MAX_RECORD_ID_LENGTH or "\x00" in record_id:
             raise InvalidRecord(
-                f"record {position}: ids are at most 256 characters and contain no NUL"
+                f"record {position}: ids are at most {MAX_RECORD_ID_LENGTH} characters "
+                "and contain no NUL"
             )
         if type(data) is not bytes:
             if isinstance(data, (bytearray, memoryview)):
@@ -91,3 +102,23 @@ def check_records(records: Iterable[Record | tuple[str, bytes]]) -> list[Record]
             item if type(item) is Record and item.data is data else Record(record_id, data)
         )
     return batch
+
+
+def prefix_upper_bound(prefix: str) -> str | None:
+    """The smallest string greater than every string that starts with ``prefix``, in
+    code-point order (the byte order of UTF-8, SQLite's TEXT order, PostgreSQL's
+    ``COLLATE "C"``), or ``None`` when there is none (``prefix`` is all U+10FFFF).
+
+    ``prefix <= id < prefix_upper_bound(prefix)`` selects exactly the ids starting with
+    ``prefix`` through an index, with ``%``, ``_`` and every other character literal::
+
+        prefix_upper_bound("ab")  # 'ac'
+    """
+    characters = list(prefix)
+    while characters:
+        code = ord(characters.pop()) + 1
+        if code == 0xD800:  # surrogates never occur in valid ids: skip them
+            code = 0xE000
+        if code <= 0x10FFFF:
+            return "".join(characters) + chr(code)
+    return None

@@ -8,8 +8,9 @@ A *backend* is any object with two methods::
 Either may be a plain function or a coroutine function; a backend that has both kinds names
 the async twin with an ``a`` prefix (``aappend``, ``aread``). Optional methods, declared in
 the backend's ``capabilities`` class attribute, are ``delete(session_id)``,
-``list_sessions(prefix=None)`` (an iterator, or an async iterator, of ids) and ``close()``;
-``ttl`` is a capability a backend declares when it honours a ``ttl=`` option.
+``list_sessions(prefix=None)`` (an iterator, or an async iterator, of ids), ``close()`` and
+``append_if(session_id, records, after)`` (``conditional``); ``ttl`` and ``namespace`` are
+capabilities a backend declares when it honours a ``ttl=`` or ``namespace=`` option.
 
 :class:`Store` wraps a backend: it validates session ids and batches before the backend
 sees them, and lets sync and async callers use sync and async backends alike without ever
@@ -22,29 +23,47 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from ._loop import LoopThread
-from .errors import CapabilityMissing
+from .errors import CapabilityMissing, StoreClosed
 from .records import Record, check_records, check_session_id
 from .urls import redact_url
 
 __all__ = [
     "CAPABILITIES",
+    "CLOSE",
+    "CONDITIONAL",
+    "DELETE",
+    "DURABLE",
+    "LIST_SESSIONS",
+    "NAMESPACE",
+    "SHARED",
+    "TTL",
     "Backend",
     "Store",
 ]
 
+#: ``delete(session_id)`` erases one session on every read path.
+DELETE: Final = "delete"
+#: ``list_sessions(prefix=None)`` enumerates session ids lazily, optionally by prefix.
+LIST_SESSIONS: Final = "list_sessions"
+#: ``close()`` releases connections and files.
+CLOSE: Final = "close"
+#: A ``ttl=`` option is honoured: sessions expire after that long without an append.
+TTL: Final = "ttl"
+#: Data is shared between handles and processes (files, servers).
+SHARED: Final = "shared"
+#: Data survives close and reopen.
+DURABLE: Final = "durable"
+#: ``append_if(session_id, records, after)``: append only if the log still ends at ``after``.
+CONDITIONAL: Final = "conditional"
+#: A ``namespace=`` option isolates tenants of one store (nested namespaces included).
+NAMESPACE: Final = "namespace"
+
 #: Every optional capability a backend may declare.
 CAPABILITIES: frozenset[str] = frozenset(
-    {
-        "delete",  # erase one session on every read path
-        "list_sessions",  # enumerate session ids lazily, optionally by prefix
-        "close",  # release connections and files
-        "ttl",  # honour a ttl= option: sessions expire after inactivity
-        "shared",  # data is shared between processes (files, servers)
-        "durable",  # data survives close and reopen
-    }
+    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE}
 )
 
 _SENTINEL: Any = object()
@@ -101,7 +120,9 @@ class Store:
 
     __slots__ = (
         "_aappend",
+        "_aappend_if",
         "_append",
+        "_append_if",
         "_aread",
         "_backend",
         "_closed",
@@ -134,6 +155,11 @@ class Store:
             raise TypeError(
                 f"{type(backend).__name__} is not a chatkeep backend: it needs append and read"
             )
+        self._append_if, self._aappend_if = _split(backend, "append_if")
+        if CONDITIONAL in self.capabilities and not (self._append_if or self._aappend_if):
+            raise TypeError(
+                f"{type(backend).__name__} declares 'conditional' but has no append_if() method"
+            )
 
     # -- introspection -------------------------------------------------------------------
 
@@ -146,7 +172,14 @@ class Store:
         """Whether the backend declared ``capability`` (see :data:`CAPABILITIES`)."""
         return capability in self.capabilities
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called; every hook then raises :class:`StoreClosed`."""
+        return self._closed
+
     def _require(self, capability: str) -> None:
+        if self._closed:
+            raise StoreClosed(self.name)
         if capability not in self.capabilities:
             raise CapabilityMissing(self.name, capability)
 
@@ -160,8 +193,12 @@ class Store:
     def append(self, session_id: str, records: Iterable[Record | tuple[str, bytes]]) -> None:
         """Append ``records`` to the session's log, atomically and in order.
 
-        Retrying the same batch after an error is safe: it completes without duplicates.
+        Records whose id is already stored with the same data are skipped (so retrying a
+        batch after an error is safe); an id already stored with *different* data refuses
+        the whole batch with :class:`~chatkeep.core.errors.RecordConflict`.
         """
+        if self._closed:
+            raise StoreClosed(self.name)
         session_id = check_session_id(session_id)
         batch = check_records(records)
         if not batch:
@@ -174,6 +211,8 @@ class Store:
 
     async def aappend(self, session_id: str, records: Iterable[Record | tuple[str, bytes]]) -> None:
         """Async :meth:`append`."""
+        if self._closed:
+            raise StoreClosed(self.name)
         session_id = check_session_id(session_id)
         batch = check_records(records)
         if not batch:
@@ -184,12 +223,71 @@ class Store:
             assert self._append is not None
             await asyncio.to_thread(self._append, session_id, batch)
 
+    def _conditional(self) -> None:
+        if self._closed:
+            raise StoreClosed(self.name)
+        self._require(CONDITIONAL)
+
+    def append_if(
+        self,
+        session_id: str,
+        records: Iterable[Record | tuple[str, bytes]],
+        *,
+        after: str | None,
+    ) -> None:
+        """Append ``records`` only if the session's last record is still ``after``
+        (``None``: the session has no records); otherwise raise
+        :class:`~chatkeep.core.errors.AppendConflict` and store nothing.
+
+        Records already stored with the same data are dropped first, so an exact retry of
+        an acknowledged call succeeds as a no-op whatever the condition. Needs the
+        ``conditional`` capability. Example (race-free "replace my last draft")::
+
+            last = store.read("s1", -1)
+            store.append_if("s1", [Record("m9", b"...")], after=last[0].id if last else None)
+        """
+        self._conditional()
+        session_id = check_session_id(session_id)
+        batch = check_records(records)
+        if after is not None and (type(after) is not str or not after):
+            raise TypeError("after must be a record id (a non-empty str) or None")
+        if not batch:
+            return
+        if self._append_if is not None:
+            self._append_if(session_id, batch, after)
+        else:
+            assert self._aappend_if is not None
+            self._loop.run(self._aappend_if(session_id, batch, after))
+
+    async def aappend_if(
+        self,
+        session_id: str,
+        records: Iterable[Record | tuple[str, bytes]],
+        *,
+        after: str | None,
+    ) -> None:
+        """Async :meth:`append_if`."""
+        self._conditional()
+        session_id = check_session_id(session_id)
+        batch = check_records(records)
+        if after is not None and (type(after) is not str or not after):
+            raise TypeError("after must be a record id (a non-empty str) or None")
+        if not batch:
+            return
+        if self._aappend_if is not None:
+            await self._aappend_if(session_id, batch, after)
+        else:
+            assert self._append_if is not None
+            await asyncio.to_thread(self._append_if, session_id, batch, after)
+
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """Return the session's records in append order, sliced like ``log[start:stop]``.
 
         An unknown session reads as ``[]``. ``start=-20`` reads the last twenty records at a
         cost proportional to twenty, not to the log's length.
         """
+        if self._closed:
+            raise StoreClosed(self.name)
         session_id = check_session_id(session_id)
         _check_slice(start, stop)
         if self._read is not None:
@@ -201,6 +299,8 @@ class Store:
 
     async def aread(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """Async :meth:`read`."""
+        if self._closed:
+            raise StoreClosed(self.name)
         session_id = check_session_id(session_id)
         _check_slice(start, stop)
         if self._aread is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote_plus
 
-__all__ = ["redact_url"]
+__all__ = ["redact_text", "redact_url"]
 
 _SECRET_KEY = re.compile(r"pass|secret|key|token|sig|credential|auth|connection", re.IGNORECASE)
 # Values that carry a secret whatever their key is called (Azure connection strings, SAS).
@@ -42,3 +42,21 @@ def redact_url(url: str) -> str:
             pieces.append(f"{key}=***" if eq and secret else piece)
         query = "&".join(pieces) + fragment
     return f"{scheme}{sep}{head}{qmark}{query}"
+
+
+# A URL inside free text: a scheme, "://", then anything up to whitespace or a quote.
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+# key=value or key: value pairs whose key looks secret, outside URLs.
+_SECRET_PAIR = re.compile(
+    r"(?P<key>\b[\w.-]*(?:pass(?:word)?|secret|token|accountkey|account_key|sig|"
+    r"credential|api[_-]?key)[\w.-]*)(?P<sep>\s*[=:]\s*)(?P<value>[^\s,;&'\"]+)",
+    re.IGNORECASE,
+)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every URL in it passed through :func:`redact_url` and the values of
+    secret-looking ``key=value`` pairs replaced by ``***`` (for error messages and logs
+    that may quote a driver's message)."""
+    text = _URL_IN_TEXT.sub(lambda match: redact_url(match.group(0)), text)
+    return _SECRET_PAIR.sub(lambda m: f"{m.group('key')}{m.group('sep')}***", text)

@@ -67,6 +67,10 @@ __all__ = [
 ReduceFunction = Callable[[list[Message]], "list[Message] | Awaitable[list[Message]]"]
 
 
+def _conditional(store: Store) -> bool:
+    return store.supports("conditional")
+
+
 def read_view(store: Store, session_id: str, *, limit: int | None = None) -> list[Message]:
     """The session's messages as the view sees them (undo, checkpoints and forks applied),
     oldest first; only the newest ``limit`` when given. An unknown session reads as ``[]``.
@@ -87,14 +91,15 @@ def undo(store: Store, session_id: str, turns: int = 1) -> list[Message]:
 
     Returns the retracted messages (``[]`` when there is nothing to undo), so a chat UI's
     *retry* can send the user's message again. Later appends continue normally. Asking for
-    more turns than there are retracts them all.
+    more turns than there are retracts them all. On a store with the ``conditional``
+    capability concurrent undos never retract the same turn twice.
     """
-    return run(store, undo_program(session_id, turns))
+    return run(store, undo_program(session_id, turns, conditional=_conditional(store)))
 
 
 async def aundo(store: Store, session_id: str, turns: int = 1) -> list[Message]:
     """Async :func:`undo`."""
-    return await arun(store, undo_program(session_id, turns))
+    return await arun(store, undo_program(session_id, turns, conditional=_conditional(store)))
 
 
 def fork(
@@ -109,14 +114,16 @@ def fork(
     Raises :class:`~chatkeep.core.errors.SessionNotFound` or
     :class:`~chatkeep.core.errors.MessageNotFound`.
     """
-    return run(store, fork_program(session_id, at, new_session_id))
+    return run(store, fork_program(session_id, at, new_session_id, conditional=_conditional(store)))
 
 
 async def afork(
     store: Store, session_id: str, at: str | None = None, *, new_session_id: str | None = None
 ) -> str:
     """Async :func:`fork`."""
-    return await arun(store, fork_program(session_id, at, new_session_id))
+    return await arun(
+        store, fork_program(session_id, at, new_session_id, conditional=_conditional(store))
+    )
 
 
 def list_forks(store: Store, session_id: str) -> list[str]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ..errors import MessageNotFound, SessionExists, SessionNotFound, ViewError
+from ..errors import AppendConflict, MessageNotFound, SessionExists, SessionNotFound, ViewError
 from ..ids import new_id
 from ..messages import Message
 from ..records import Record, check_session_id
 from ._builder import ViewBuilder
 from ._control import CHECKPOINT, FORK, FORKED, RETRACT, control_record
-from ._program import Append, Program, Read
+from ._program import Append, AppendIf, Program, Read
 from ._walk import IdSearch, find_record, probe_length, walk_chain
 
 __all__ = [
@@ -64,11 +64,36 @@ def _turn_starts(view: Sequence[Message], complete: bool) -> list[int]:
     return starts
 
 
-def undo_program(session_id: str, turns: int = 1) -> Program[list[Message]]:
-    """Retract the last ``turns`` turns; return the retracted messages (oldest first)."""
+#: How often a conditional view operation re-reads and retries after losing a race.
+_CONFLICT_RETRIES = 32
+
+
+def undo_program(
+    session_id: str, turns: int = 1, *, conditional: bool = False
+) -> Program[list[Message]]:
+    """Retract the last ``turns`` turns; return the retracted messages (oldest first).
+
+    With ``conditional`` (the store declares it) the retract is appended only if nothing
+    was appended since the view was read; after losing such a race the view is read again,
+    so two concurrent undos retract two different turns, never one turn twice.
+    """
     session_id = check_session_id(session_id)
     if type(turns) is not int or turns < 1:
         raise ValueError("turns must be a positive int")
+    if not conditional:
+        return (yield from _undo_once(session_id, turns, None))
+    for _attempt in range(_CONFLICT_RETRIES):
+        try:
+            return (yield from _undo_once(session_id, turns, True))
+        except AppendConflict:
+            continue
+    raise ViewError(
+        f"session {session_id!r} kept changing while undo was retried "
+        f"{_CONFLICT_RETRIES} times; nothing was retracted"
+    )
+
+
+def _undo_once(session_id: str, turns: int, conditional: bool | None) -> Program[list[Message]]:
     limit = max(16, 8 * turns)
     while True:
         read = yield from view_program(session_id, limit, track_stored=True)
@@ -92,15 +117,27 @@ def undo_program(session_id: str, turns: int = 1) -> Program[list[Message]]:
                 f"cannot undo to message {target!r}: it exists only inside a compaction "
                 "checkpoint, not as a stored record"
             )
-    yield Append(session_id, [control_record(RETRACT, target=target)])
+    retract = [control_record(RETRACT, target=target)]
+    if conditional:
+        yield AppendIf(session_id, retract, read.newest_record_id)
+    else:
+        yield Append(session_id, retract)
     return view[index:]
 
 
 def fork_program(
-    session_id: str, at: str | None = None, new_session_id: str | None = None
+    session_id: str,
+    at: str | None = None,
+    new_session_id: str | None = None,
+    *,
+    conditional: bool = False,
 ) -> Program[str]:
     """Start a new session from ``session_id`` (at its end, or right after message ``at``)
-    without copying its records; return the new session's id."""
+    without copying its records; return the new session's id.
+
+    With ``conditional`` (the store declares it) the fork's first record is written only
+    if the new session is still empty, so two forks racing for one ``new_session_id``
+    cannot both write into it: the loser gets :class:`SessionExists`."""
     session_id = check_session_id(session_id)
     child = new_id() if new_session_id is None else check_session_id(new_session_id)
     if child == session_id:
@@ -123,7 +160,14 @@ def fork_program(
     # Register the fork with its parent first: a crash in between leaves a registration
     # without a fork (harmless), never a fork that deleting the parent would not know.
     yield Append(holder, [control_record(FORKED, child=child, position=position)])
-    yield Append(child, [control_record(FORK, parent=holder, position=position, anchor=anchor)])
+    link = [control_record(FORK, parent=holder, position=position, anchor=anchor)]
+    if conditional:
+        try:
+            yield AppendIf(child, link, None)
+        except AppendConflict:
+            raise SessionExists(child) from None
+    else:
+        yield Append(child, link)
     return child
 
 

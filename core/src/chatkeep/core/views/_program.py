@@ -1,9 +1,10 @@
 """Store operations written once for sync and async callers.
 
 A view operation is a generator that *yields* the store calls it needs (:class:`Read`,
-:class:`Append`, :class:`Delete`) and receives their results; :func:`run` drives it with a
-blocking :class:`~chatkeep.core.store.Store`, :func:`arun` with ``await``. So the logic of
-forks, undo and erasure exists once, and both flavours make exactly the same calls.
+:class:`Append`, :class:`AppendIf`, :class:`Delete`) and receives their results;
+:func:`run` drives it with a blocking :class:`~chatkeep.core.store.Store`, :func:`arun`
+with ``await``. So the logic of forks, undo and erasure exists once, and both flavours
+make exactly the same calls.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, TypeVar
 from ..records import Record
 from ..store import Store
 
-__all__ = ["Append", "Delete", "Op", "Program", "Read", "arun", "run"]
+__all__ = ["Append", "AppendIf", "Delete", "Op", "Program", "Read", "arun", "run"]
 
 T = TypeVar("T")
 
@@ -38,13 +39,23 @@ class Append:
 
 
 @dataclass(frozen=True, slots=True)
+class AppendIf:
+    """``store.append_if(session_id, records, after=after)``; the program receives ``None``
+    (or has :class:`~chatkeep.core.errors.AppendConflict` thrown into it)."""
+
+    session_id: str
+    records: list[Record]
+    after: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Delete:
     """``store.delete(session_id)``; the program receives ``None``."""
 
     session_id: str
 
 
-Op = Read | Append | Delete
+Op = Read | Append | AppendIf | Delete
 Program = Generator[Op, Any, T]
 
 
@@ -53,6 +64,9 @@ def _perform(store: Store, op: Op) -> Any:
         return store.read(op.session_id, op.start, op.stop)
     if isinstance(op, Append):
         store.append(op.session_id, op.records)
+        return None
+    if isinstance(op, AppendIf):
+        store.append_if(op.session_id, op.records, after=op.after)
         return None
     store.delete(op.session_id)
     return None
@@ -63,6 +77,9 @@ async def _aperform(store: Store, op: Op) -> Any:
         return await store.aread(op.session_id, op.start, op.stop)
     if isinstance(op, Append):
         await store.aappend(op.session_id, op.records)
+        return None
+    if isinstance(op, AppendIf):
+        await store.aappend_if(op.session_id, op.records, after=op.after)
         return None
     await store.adelete(op.session_id)
     return None

@@ -82,6 +82,9 @@ class _Counting:
     def append(self, session_id: str, records: list[Record]) -> None:
         self.store.append(session_id, records)
 
+    def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        self.store.append_if(session_id, records, after=after)
+
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         result = self.store.read(session_id, start, stop)
         self.records += len(result)

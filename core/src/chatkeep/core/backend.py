@@ -1,0 +1,79 @@
+"""The backend author's kit: everything a chatkeep storage backend needs, in one import.
+
+A backend is one class with ``append`` and ``read`` (see :mod:`chatkeep.core.store` for
+the contract), one hookimpl and one entry-point line (``core/BACKENDS.md`` walks through
+it). This module gathers what such a class uses, so a plugin imports from one place::
+
+    from chatkeep.core.backend import (
+        CLOSE, DELETE, LIST_SESSIONS, ErrorMap, Record, StoreUnavailable, hookimpl,
+    )
+
+Nothing here imports a driver; every name is also importable where it is defined.
+"""
+
+from __future__ import annotations
+
+from ._loop import LoopThread
+from .errors import (
+    AppendConflict,
+    CapabilityMissing,
+    CorruptRecord,
+    InvalidOption,
+    RecordConflict,
+    StoreUnavailable,
+)
+from .faults import ErrorMap
+from .hookspecs import RegisterBackend, hookimpl
+from .namespaces import MAX_NAMESPACE_LENGTH, check_namespace
+from .records import (
+    MAX_RECORD_ID_LENGTH,
+    MAX_SESSION_ID_LENGTH,
+    Record,
+    check_records,
+    check_session_id,
+    prefix_upper_bound,
+)
+from .store import (
+    CAPABILITIES,
+    CLOSE,
+    CONDITIONAL,
+    DELETE,
+    DURABLE,
+    LIST_SESSIONS,
+    NAMESPACE,
+    SHARED,
+    TTL,
+)
+from .urls import redact_text, redact_url
+
+__all__ = [
+    "CAPABILITIES",
+    "CLOSE",
+    "CONDITIONAL",
+    "DELETE",
+    "DURABLE",
+    "LIST_SESSIONS",
+    "MAX_NAMESPACE_LENGTH",
+    "MAX_RECORD_ID_LENGTH",
+    "MAX_SESSION_ID_LENGTH",
+    "NAMESPACE",
+    "SHARED",
+    "TTL",
+    "AppendConflict",
+    "CapabilityMissing",
+    "CorruptRecord",
+    "ErrorMap",
+    "InvalidOption",
+    "LoopThread",
+    "Record",
+    "RecordConflict",
+    "RegisterBackend",
+    "StoreUnavailable",
+    "check_namespace",
+    "check_records",
+    "check_session_id",
+    "hookimpl",
+    "prefix_upper_bound",
+    "redact_text",
+    "redact_url",
+]
