@@ -8,6 +8,10 @@ it). This module gathers what such a class uses, so a plugin imports from one pl
         CLOSE, DELETE, LIST_SESSIONS, ErrorMap, Record, StoreUnavailable, hookimpl,
     )
 
+A backend whose logic is worth writing once for its sync and async sides writes it as
+sans-IO generators and drives them with :func:`run_program` / :func:`arun_program`
+(:mod:`chatkeep.core.programs`), the runner the core's own log views use.
+
 Nothing here imports a driver; every name is also importable where it is defined.
 """
 
@@ -25,6 +29,7 @@ from .errors import (
 from .faults import ErrorMap
 from .hookspecs import RegisterBackend, hookimpl
 from .namespaces import MAX_NAMESPACE_LENGTH, check_namespace
+from .programs import Program, arun_program, run_program
 from .records import (
     MAX_RECORD_ID_LENGTH,
     MAX_SESSION_ID_LENGTH,
@@ -65,10 +70,12 @@ __all__ = [
     "ErrorMap",
     "InvalidOption",
     "LoopThread",
+    "Program",
     "Record",
     "RecordConflict",
     "RegisterBackend",
     "StoreUnavailable",
+    "arun_program",
     "check_namespace",
     "check_records",
     "check_session_id",
@@ -76,4 +83,5 @@ __all__ = [
     "prefix_upper_bound",
     "redact_text",
     "redact_url",
+    "run_program",
 ]

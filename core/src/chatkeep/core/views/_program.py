@@ -1,18 +1,21 @@
 """Store operations written once for sync and async callers.
 
-A view operation is a generator that *yields* the store calls it needs (:class:`Read`,
-:class:`Append`, :class:`AppendIf`, :class:`Delete`) and receives their results;
-:func:`run` drives it with a blocking :class:`~chatkeep.core.store.Store`, :func:`arun`
-with ``await``. So the logic of forks, undo and erasure exists once, and both flavours
-make exactly the same calls.
+A view operation is a sans-IO program (:mod:`chatkeep.core.programs`) that *yields* the
+store calls it needs (:class:`Read`, :class:`Append`, :class:`AppendIf`, :class:`Delete`)
+and receives their results; :func:`run` drives it with a blocking
+:class:`~chatkeep.core.store.Store`, :func:`arun` with ``await``, both through the core's
+one runner. So the logic of forks, undo and erasure exists once, and both flavours make
+exactly the same calls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .. import programs
+from ..programs import arun_program, run_program
 from ..records import Record
 from ..store import Store
 
@@ -56,62 +59,45 @@ class Delete:
 
 
 Op = Read | Append | AppendIf | Delete
-Program = Generator[Op, Any, T]
+Program = programs.Program[Op, T]
 
 
-def _perform(store: Store, op: Op) -> Any:
-    if isinstance(op, Read):
-        return store.read(op.session_id, op.start, op.stop)
-    if isinstance(op, Append):
-        store.append(op.session_id, op.records)
+def _perform(store: Store) -> Callable[[Op], Any]:
+    def perform(op: Op) -> Any:
+        if isinstance(op, Read):
+            return store.read(op.session_id, op.start, op.stop)
+        if isinstance(op, Append):
+            store.append(op.session_id, op.records)
+        elif isinstance(op, AppendIf):
+            store.append_if(op.session_id, op.records, after=op.after)
+        else:
+            store.delete(op.session_id)
         return None
-    if isinstance(op, AppendIf):
-        store.append_if(op.session_id, op.records, after=op.after)
-        return None
-    store.delete(op.session_id)
-    return None
+
+    return perform
 
 
-async def _aperform(store: Store, op: Op) -> Any:
-    if isinstance(op, Read):
-        return await store.aread(op.session_id, op.start, op.stop)
-    if isinstance(op, Append):
-        await store.aappend(op.session_id, op.records)
+def _aperform(store: Store) -> Callable[[Op], Awaitable[Any]]:
+    async def perform(op: Op) -> Any:
+        if isinstance(op, Read):
+            return await store.aread(op.session_id, op.start, op.stop)
+        if isinstance(op, Append):
+            await store.aappend(op.session_id, op.records)
+        elif isinstance(op, AppendIf):
+            await store.aappend_if(op.session_id, op.records, after=op.after)
+        else:
+            await store.adelete(op.session_id)
         return None
-    if isinstance(op, AppendIf):
-        await store.aappend_if(op.session_id, op.records, after=op.after)
-        return None
-    await store.adelete(op.session_id)
-    return None
+
+    return perform
 
 
 def run(store: Store, program: Program[T]) -> T:
-    """Drive ``program`` with blocking store calls; return its result."""
-    try:
-        op = next(program)
-        while True:
-            try:
-                result = _perform(store, op)
-            except BaseException as error:  # let the program clean up, then re-raise
-                op = program.throw(error)
-            else:
-                op = program.send(result)
-    except StopIteration as finished:
-        value: T = finished.value
-        return value
+    """Drive ``program`` with blocking store calls; return its result. A failing call is
+    thrown into the program (so it can clean up) before it propagates."""
+    return run_program(program, _perform(store))
 
 
 async def arun(store: Store, program: Program[T]) -> T:
     """Drive ``program`` with awaited store calls; return its result."""
-    try:
-        op = next(program)
-        while True:
-            try:
-                result = await _aperform(store, op)
-            except BaseException as error:
-                op = program.throw(error)
-            else:
-                op = program.send(result)
-    except StopIteration as finished:
-        value: T = finished.value
-        return value
+    return await arun_program(program, _aperform(store))
