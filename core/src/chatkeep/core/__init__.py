@@ -11,16 +11,8 @@ Quick start::
 """
 
 from ._loop import LoopThread
-from .agent import (
-    Agent,
-    AgentResponse,
-    AgentResponseStream,
-    ChatClient,
-    ChatResponse,
-    ChatResponseUpdate,
-    ConflictPolicy,
-    StreamingChatClient,
-)
+from .agent import Agent, AgentResponse, AgentResponseStream, ConflictPolicy
+from .chat import ChatClient, ChatResponse, ChatResponseUpdate, StreamingChatClient
 from .codec import EncodeError, decode_message, encode_message, message_from_dict, message_to_dict
 from .context import Context, ContextProvider
 from .errors import (

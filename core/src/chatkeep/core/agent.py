@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal, TypeVar
 
+from .chat import (
+    ChatClient,
+    ChatResponse,
+    ChatResponseUpdate,
+    StreamingChatClient,
+    get_response,
+    stream_response,
+)
 from .codec import EncodeError, content_to_dict
 from .context import Context, ContextProvider
 from .errors import HistoryConflict, ToolLoopLimit
@@ -29,8 +36,6 @@ from .messages import (
     FunctionResultContent,
     Message,
     MessageSource,
-    ReasoningContent,
-    TextContent,
 )
 from .session import AgentSession
 from .tools import Tool, ToolError
@@ -39,6 +44,8 @@ __all__ = [
     "Agent",
     "AgentResponse",
     "AgentResponseStream",
+    # The chat-client protocol lives in chatkeep.core.chat; these names stay importable
+    # from here for code written before that module existed.
     "ChatClient",
     "ChatResponse",
     "ChatResponseUpdate",
@@ -53,150 +60,6 @@ P = TypeVar("P")
 #: using the local provider for that session).
 ConflictPolicy = Literal["warn", "raise", "clear"]
 _POLICIES = ("warn", "raise", "clear")
-
-
-@dataclass
-class ChatResponseUpdate:
-    """One piece of a streamed response: contents to add to the message ``message_id``
-    (a new message starts when the id or the role changes)."""
-
-    contents: list[Content] = field(default_factory=list)
-    role: str | None = None
-    message_id: str | None = None
-    author_name: str | None = None
-    conversation_id: str | None = None
-    additional_properties: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def text(self) -> str:
-        """The text of this update's text contents."""
-        return "".join(c.text for c in self.contents if isinstance(c, TextContent))
-
-
-def _add_content(contents: list[Content], piece: Content) -> None:
-    """Add a streamed piece to a message's contents, joining it to the previous piece of
-    the same kind (text to text, a function call's argument chunks to the call)."""
-    last = contents[-1] if contents else None
-    if (
-        isinstance(piece, TextContent)
-        and isinstance(last, TextContent)
-        and not piece.additional_properties
-    ):
-        contents[-1] = replace(last, text=last.text + piece.text)
-        return
-    if (
-        isinstance(piece, ReasoningContent)
-        and isinstance(last, ReasoningContent)
-        and not piece.additional_properties
-    ):
-        text = (last.text or "") + (piece.text or "") if (last.text or piece.text) else None
-        contents[-1] = replace(
-            last, text=text, protected_data=piece.protected_data or last.protected_data
-        )
-        return
-    if isinstance(piece, FunctionCallContent):
-        for index, existing in enumerate(contents):
-            if not isinstance(existing, FunctionCallContent):
-                continue
-            if existing.call_id != piece.call_id and not (
-                piece.call_id == "" and index == len(contents) - 1
-            ):
-                continue
-            arguments: Any = piece.arguments
-            if isinstance(existing.arguments, str) and isinstance(piece.arguments, str):
-                arguments = existing.arguments + piece.arguments
-            elif piece.arguments is None:
-                arguments = existing.arguments
-            contents[index] = replace(
-                existing, name=existing.name or piece.name, arguments=arguments
-            )
-            return
-    contents.append(piece)
-
-
-@dataclass
-class ChatResponse:
-    """What a chat client returns for one call.
-
-    ``conversation_id`` is set by a service that keeps the conversation itself (OpenAI
-    Responses with ``store=True``, Conversations, ...): the agent then stores it in the
-    session and sends only new input next time.
-    """
-
-    messages: list[Message]
-    conversation_id: str | None = None
-    additional_properties: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def text(self) -> str:
-        """The text of the response's messages."""
-        return "".join(message.text for message in self.messages)
-
-    @classmethod
-    def from_updates(cls, updates: Sequence[ChatResponseUpdate]) -> ChatResponse:
-        """The response a stream of updates adds up to."""
-        messages: list[Message] = []
-        conversation_id: str | None = None
-        for update in updates:
-            if update.conversation_id is not None:
-                conversation_id = update.conversation_id
-            if not update.contents and update.message_id is None and update.role is None:
-                continue
-            current = messages[-1] if messages else None
-            starts_new = (
-                current is None
-                or (
-                    update.message_id is not None
-                    and current.message_id is not None
-                    and update.message_id != current.message_id
-                )
-                or (update.role is not None and update.role != current.role)
-            )
-            if current is None or starts_new:
-                current = Message(
-                    update.role or "assistant",
-                    [],
-                    update.author_name,
-                    update.message_id,
-                    dict(update.additional_properties),
-                )
-                messages.append(current)
-            else:
-                current.message_id = current.message_id or update.message_id
-                current.author_name = current.author_name or update.author_name
-                current.additional_properties.update(update.additional_properties)
-            for piece in update.contents:
-                _add_content(current.contents, piece)
-        return cls(messages, conversation_id)
-
-
-@runtime_checkable
-class ChatClient(Protocol):
-    """A model service. ``get_response`` may be sync or ``async def``.
-
-    ``messages`` is everything the model should see for this call; ``conversation_id``
-    is the service-side conversation to continue (``None`` for a new or client-managed one).
-    When the agent has tools it also passes ``tools=[Tool, ...]``.
-
-    Optional attribute ``service_managed: bool``: ``False`` declares that the client keeps
-    nothing on the service, so the agent refuses (``HistoryConflict``) to continue a session
-    whose history the service holds instead of silently starting it over.
-    """
-
-    def get_response(
-        self, messages: list[Message], *, conversation_id: str | None = None
-    ) -> ChatResponse | Awaitable[ChatResponse]: ...
-
-
-@runtime_checkable
-class StreamingChatClient(ChatClient, Protocol):
-    """A chat client that can also stream: ``get_streaming_response`` returns an async
-    (or plain) iterator of :class:`ChatResponseUpdate`. Optional: :meth:`Agent.run_stream`
-    falls back to ``get_response`` for clients without it."""
-
-    def get_streaming_response(
-        self, messages: list[Message], *, conversation_id: str | None = None
-    ) -> Any: ...
 
 
 @dataclass
@@ -217,33 +80,43 @@ class AgentResponseStream:
     """The updates of :meth:`Agent.run_stream`; iterate it once with ``async for``. After
     the last update, :attr:`response` holds the stored run."""
 
-    def __init__(self, updates: AsyncIterator[ChatResponseUpdate], outcome: _Outcome) -> None:
-        self._updates = updates
-        self._outcome = outcome
+    def __init__(self, events: AsyncIterator[ChatResponseUpdate | AgentResponse]) -> None:
+        # The run yields its updates and, once it is stored, the AgentResponse.
+        self._events = events
+        self._response: AgentResponse | None = None
 
     def __aiter__(self) -> AgentResponseStream:
         return self
 
     async def __anext__(self) -> ChatResponseUpdate:
-        return await self._updates.__anext__()
+        event = await self._events.__anext__()
+        if isinstance(event, AgentResponse):
+            self._response = event
+            await self.aclose()  # the run is stored; nothing follows its response
+            raise StopAsyncIteration
+        return event
 
     async def aclose(self) -> None:
         """Stop early: nothing of the run is stored."""
-        closer = getattr(self._updates, "aclose", None)
+        closer = getattr(self._events, "aclose", None)
         if closer is not None:
             await closer()
 
     @property
     def response(self) -> AgentResponse:
         """The completed run (``RuntimeError`` before the stream is exhausted)."""
-        if self._outcome.response is None:
+        if self._response is None:
             raise RuntimeError("the stream has not completed yet")
-        return self._outcome.response
+        return self._response
 
 
-@dataclass
-class _Outcome:
-    response: AgentResponse | None = None
+@dataclass(frozen=True)
+class _ModelTurns:
+    """What the model loop produced: every message of the run in order (tool calls and
+    results included) and the service's conversation id at its end."""
+
+    messages: list[Message]
+    conversation_id: str | None
 
 
 def _as_messages(value: str | Message | Sequence[Message]) -> list[Message]:
@@ -351,10 +224,20 @@ class Agent:
         """A new session (or a handle to resume ``session_id``)."""
         return AgentSession(session_id)
 
-    def get_service(self, service_type: type[P]) -> P | None:
-        """The agent's component of ``service_type`` (e.g. its :class:`HistoryProvider`)."""
-        for candidate in (self.history_provider, self.client, *self.context_providers):
-            if isinstance(candidate, service_type):
+    def get_service(self, service_type: type[P], key: str | None = None) -> P | None:
+        """The agent's component of ``service_type``: the agent itself, its history
+        provider, its client or one of its context providers, in that order.
+
+        :param service_type: the class (or protocol class) wanted.
+        :param key: when given, only a provider whose ``source_id`` is ``key`` matches
+            (several providers of one type are told apart by their source ids).
+        :returns: the first match, or ``None``.
+        """
+        candidates = (self, self.history_provider, self.client, *self.context_providers)
+        for candidate in candidates:
+            if not isinstance(candidate, service_type):
+                continue
+            if key is None or getattr(candidate, "source_id", None) == key:
                 return candidate
         return None
 
@@ -366,61 +249,7 @@ class Agent:
         """The session :meth:`serialize_session` produced."""
         return AgentSession.from_dict(data)
 
-    # -- calling the model ---------------------------------------------------------------
-
-    @staticmethod
-    def _client_options(conversation_id: str | None, tools: Sequence[Tool]) -> dict[str, Any]:
-        options: dict[str, Any] = {"conversation_id": conversation_id}
-        if tools:  # clients written before tools existed need not accept the keyword
-            options["tools"] = list(tools)
-        return options
-
-    async def _call_client(
-        self, messages: list[Message], conversation_id: str | None, tools: Sequence[Tool] = ()
-    ) -> ChatResponse:
-        result = self.client.get_response(messages, **self._client_options(conversation_id, tools))
-        if inspect.isawaitable(result):
-            result = await result
-        if not isinstance(result, ChatResponse):
-            raise TypeError(f"chat client returned {type(result).__name__}, not ChatResponse")
-        return result
-
-    async def _stream_client(
-        self, messages: list[Message], conversation_id: str | None, tools: Sequence[Tool]
-    ) -> AsyncIterator[ChatResponseUpdate]:
-        method = getattr(self.client, "get_streaming_response", None)
-        if method is None:  # not a streaming client: one update per message
-            response = await self._call_client(messages, conversation_id, tools)
-            for index, message in enumerate(response.messages):
-                last = index == len(response.messages) - 1
-                yield ChatResponseUpdate(
-                    list(message.contents),
-                    message.role,
-                    message.message_id,
-                    message.author_name,
-                    response.conversation_id if last else None,
-                    dict(message.additional_properties),
-                )
-            if not response.messages and response.conversation_id is not None:
-                yield ChatResponseUpdate(conversation_id=response.conversation_id)
-            return
-        stream = method(messages, **self._client_options(conversation_id, tools))
-        if inspect.isawaitable(stream):
-            stream = await stream
-        if hasattr(stream, "__aiter__"):
-            async for update in stream:
-                yield self._check_update(update)
-        else:
-            for update in stream:
-                yield self._check_update(update)
-
-    @staticmethod
-    def _check_update(update: object) -> ChatResponseUpdate:
-        if not isinstance(update, ChatResponseUpdate):
-            raise TypeError(
-                f"streaming chat client yielded {type(update).__name__}, not ChatResponseUpdate"
-            )
-        return update
+    # -- tools ----------------------------------------------------------------------------
 
     async def _run_tools(
         self, calls: Sequence[FunctionCallContent], tools: Mapping[str, Tool]
@@ -485,29 +314,36 @@ class Agent:
         sent: list[Message],
         tools: Mapping[str, Tool],
         streaming: bool,
-        produced: list[Message],
-        conversation: list[str | None],
-    ) -> AsyncIterator[ChatResponseUpdate]:
+        conversation_id: str | None,
+    ) -> AsyncIterator[ChatResponseUpdate | _ModelTurns]:
         """Call the model, run the tools it asks for, call it again with the results, ...
-        Collects the messages in ``produced``; ``conversation[0]`` tracks the service's
-        conversation id."""
+
+        Yields the model's updates as they arrive (when ``streaming``; plus one update per
+        round of tool results) and, last, the :class:`_ModelTurns` of the whole loop.
+        """
+        produced: list[Message] = []
         outgoing = sent
         tool_list = list(tools.values())
         for round_number in range(self.max_tool_iterations + 1):
             if streaming:
                 updates: list[ChatResponseUpdate] = []
-                async for update in self._stream_client(outgoing, conversation[0], tool_list):
+                async for update in stream_response(
+                    self.client, outgoing, conversation_id=conversation_id, tools=tool_list
+                ):
                     updates.append(update)
                     yield update
                 response = ChatResponse.from_updates(updates)
             else:
-                response = await self._call_client(outgoing, conversation[0], tool_list)
+                response = await get_response(
+                    self.client, outgoing, conversation_id=conversation_id, tools=tool_list
+                )
             new = self._with_ids(response.messages)
             produced.extend(new)
             if response.conversation_id is not None:
-                conversation[0] = response.conversation_id
+                conversation_id = response.conversation_id
             calls = _unanswered_calls(new)
             if not calls or not tools:
+                yield _ModelTurns(produced, conversation_id)
                 return
             if round_number == self.max_tool_iterations:
                 raise ToolLoopLimit(self.max_tool_iterations)
@@ -518,7 +354,7 @@ class Agent:
                     list(results.contents), role="tool", message_id=results.message_id
                 )
             # A service that keeps the conversation only needs what is new.
-            outgoing = [results] if conversation[0] is not None else [*sent, *produced]
+            outgoing = [results] if conversation_id is not None else [*sent, *produced]
 
     async def _record(
         self,
@@ -561,8 +397,8 @@ class Agent:
         input: str | Message | Sequence[Message],
         session: AgentSession,
         streaming: bool,
-        outcome: _Outcome,
-    ) -> AsyncIterator[ChatResponseUpdate]:
+    ) -> AsyncIterator[ChatResponseUpdate | AgentResponse]:
+        """One run: its updates as they arrive, then (once stored) its AgentResponse."""
         request = self._with_ids(_as_messages(input))
         if (
             session.conversation_id is not None
@@ -595,27 +431,30 @@ class Agent:
         else:
             to_send = [*added, *request]  # the service keeps this conversation
 
-        produced: list[Message] = []
-        conversation: list[str | None] = [session.conversation_id]
+        turns: _ModelTurns | None = None
         try:
-            async for update in self._model_loop(
-                [*preamble, *to_send], tools, streaming, produced, conversation
+            async for event in self._model_loop(
+                [*preamble, *to_send], tools, streaming, session.conversation_id
             ):
-                yield update
+                if isinstance(event, _ModelTurns):
+                    turns = event
+                else:
+                    yield event
         except BaseException as error:
             if provider is not None:
                 await provider.invoked(session, to_send, (), error=error)
             await self._context_invoked(session, request, [], error)
             raise
+        assert turns is not None  # the loop ends with its result or raises
         await self._record(
             session,
             provider=provider,
             to_send=to_send,
             request=request,
-            produced=produced,
-            conversation_id=conversation[0],
+            produced=turns.messages,
+            conversation_id=turns.conversation_id,
         )
-        outcome.response = AgentResponse(produced, session)
+        yield AgentResponse(turns.messages, session)
 
     async def run(
         self,
@@ -626,11 +465,12 @@ class Agent:
         run requested tools, and record the turn. Returns every message the turn produced
         (tool calls and results included) and the session used."""
         session = session or self.create_session()
-        outcome = _Outcome()
-        async for _ in self._execute(input, session, False, outcome):
-            pass
-        assert outcome.response is not None
-        return outcome.response
+        response: AgentResponse | None = None
+        async for event in self._execute(input, session, False):
+            if isinstance(event, AgentResponse):
+                response = event
+        assert response is not None  # a run ends with its AgentResponse or raises
+        return response
 
     def run_stream(
         self,
@@ -645,8 +485,7 @@ class Agent:
         ``get_streaming_response`` are called with ``get_response``.
         """
         session = session or self.create_session()
-        outcome = _Outcome()
-        return AgentResponseStream(self._execute(input, session, True, outcome), outcome)
+        return AgentResponseStream(self._execute(input, session, True))
 
     def run_sync(
         self,

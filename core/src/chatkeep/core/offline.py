@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .agent import ChatResponse, ChatResponseUpdate
+from .chat import ChatResponse, ChatResponseUpdate
 from .ids import new_id
 from .messages import Content, FunctionResultContent, Message, TextContent
 

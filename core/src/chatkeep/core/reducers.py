@@ -27,8 +27,9 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from .chat import ChatClient, get_response
 from .codec import content_to_dict
 from .messages import (
     Content,
@@ -41,9 +42,6 @@ from .messages import (
     UnknownContent,
     UriContent,
 )
-
-if TYPE_CHECKING:
-    from .agent import ChatClient
 
 __all__ = [
     "SUMMARY_KEY",
@@ -427,7 +425,7 @@ def _transcript(messages: Sequence[Message]) -> str:
 class SummarizationReducer:
     """Once there are more than ``keep_last + threshold`` non-system messages, replaces all
     but the newest ``keep_last`` (or a few more, to keep tool exchanges whole) with one
-    summary written by ``chat_client`` (any :class:`~chatkeep.core.agent.ChatClient`).
+    summary written by ``chat_client`` (any :class:`~chatkeep.core.chat.ChatClient`).
 
     The summary is a system message marked ``additional_properties["chatkeep_summary"]``;
     the next summarization folds it in rather than keeping it forever. Use it with
@@ -472,17 +470,11 @@ class SummarizationReducer:
         older = [m for m in messages[:cut] if not self._is_pinned(m)]
         if not older:
             return list(messages)
-        from .agent import ChatResponse  # the agent module imports this one
-
         prompt = [
             Message.system(self.instructions.format(max_words=self.max_words)),
             Message.user(_transcript(older)),
         ]
-        response = self.chat_client.get_response(prompt)
-        if inspect.isawaitable(response):
-            response = await response
-        if not isinstance(response, ChatResponse):
-            raise TypeError(f"chat client returned {type(response).__name__}, not ChatResponse")
+        response = await get_response(self.chat_client, prompt)
         summary = Message.system(
             "Summary of the earlier conversation: " + response.text.strip(),
             additional_properties={SUMMARY_KEY: True},
