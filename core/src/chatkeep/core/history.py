@@ -31,8 +31,7 @@ from .records import Record
 from .reducers import Reducer, ReducerTrigger, apply_reducer, drop_orphan_results, max_window
 from .session import AgentSession, ProviderSessionState
 from .store import Store
-from .views import Checkpoint, ViewBuilder, aread_view
-from .views._control import Control, parse_entry
+from .views import CORRUPT, Checkpoint, aread_view, build_view, decode_log
 
 __all__ = [
     "HistoryProvider",
@@ -60,21 +59,21 @@ def decode_records(
     also for a control record of a kind this version does not know.
     """
     messages: list[Message] = []
-    for offset, record in enumerate(records):
-        try:
-            message = parse_entry(record.data)
-        except ValueError as exc:
-            raise CorruptRecord(session_id, first_position + offset, str(exc), record.id) from exc
-        if isinstance(message, Control):
+    for entry in decode_log(records, first_position):
+        if entry.kind == CORRUPT:
+            assert entry.error is not None
+            raise CorruptRecord(session_id, entry.position, entry.error, entry.record_id)
+        message = entry.message
+        if message is None:  # a control record
             continue
         if message.message_id is None:
-            message.message_id = record.id
-        elif message.message_id != record.id:
+            message.message_id = entry.record_id
+        elif message.message_id != entry.record_id:
             raise CorruptRecord(
                 session_id,
-                first_position + offset,
+                entry.position,
                 f"message id {message.message_id!r} does not match its record",
-                record.id,
+                entry.record_id,
             )
         messages.append(message)
     return messages
@@ -333,14 +332,7 @@ class InMemoryHistoryProvider(HistoryProvider):
         """The view of the messages kept in the session's state (checkpoints applied)."""
         stored: list[dict[str, Any]] = session.state.try_get(self._messages.state_key, list) or []
         limit = self.load_limit
-        builder = ViewBuilder(limit)
-        for position in range(len(stored) - 1, -1, -1):
-            raw = stored[position]
-            record_id = raw.get("message_id") or raw.get("id") or ""
-            builder.feed(record_id, raw, session.session_id, position)
-            if builder.done:
-                break
-        messages = builder.finish()
+        messages = build_view(session.session_id, stored, limit=limit)
         return messages if limit is None else drop_orphan_results(messages)
 
     async def save(

@@ -13,6 +13,8 @@ interprets; the *view* of a session is what those records mean::
     undo(store, "chat-1")                    # retract the last turn (the log keeps it)
     branch = fork(store, "chat-1")           # a new session continuing from here
     delete_session(store, "chat-1")          # the fork keeps its prefix
+    list(list_conversations(store))          # the conversations (not the core's own sessions)
+    read_log(store, branch)                  # every record of its own log, with its kind
 
 Reading a window walks the log backward from its end, so it costs about as many records
 as it returns however long the log is; a checkpoint ends the walk, so a compacted
@@ -30,36 +32,58 @@ from typing import Any
 from ..errors import CapabilityMissing
 from ..messages import Message
 from ..store import Store
-from ._builder import ViewBuilder
-from ._control import Control, parse_entry
-from ._erase import TEMP_PREFIX, delete_program, forks_program
+from ._builder import ViewBuilder as ViewBuilder
+from ._builder import build_view
+from ._control import Control as Control
+from ._control import parse_entry as parse_entry
+from ._erase import TEMP_PREFIX as TEMP_PREFIX
+from ._erase import delete_program, forks_program
+from ._log import (
+    CORRUPT,
+    MESSAGE,
+    LogEntry,
+    alist_conversations,
+    decode_log,
+    is_internal_session,
+    list_conversations,
+    log_program,
+)
 from ._ops import (
     Checkpoint,
-    ViewRead,
     checkpoint_program,
     fork_program,
     undo_program,
     view_program,
 )
+from ._ops import ViewRead as ViewRead
 from ._program import arun, run
 
+# The ``X as X`` imports above (Control, ViewBuilder, ViewRead, parse_entry, TEMP_PREFIX) are
+# the interpreter's internals, still importable from here for code written before the views
+# had a public API for what they were used for (list_conversations, read_log, build_view).
+# They are not part of that API.
 __all__ = [
-    "TEMP_PREFIX",
+    "CORRUPT",
+    "MESSAGE",
     "Checkpoint",
-    "Control",
-    "ViewBuilder",
-    "ViewRead",
+    "LogEntry",
     "acompact",
     "adelete_session",
     "afork",
+    "alist_conversations",
     "alist_forks",
+    "aread_log",
     "aread_view",
     "aundo",
+    "build_view",
     "compact",
+    "decode_log",
     "delete_session",
     "fork",
+    "is_internal_session",
+    "list_conversations",
     "list_forks",
-    "parse_entry",
+    "read_log",
     "read_view",
     "undo",
 ]
@@ -83,6 +107,26 @@ def read_view(store: Store, session_id: str, *, limit: int | None = None) -> lis
 async def aread_view(store: Store, session_id: str, *, limit: int | None = None) -> list[Message]:
     """Async :func:`read_view`."""
     return (await arun(store, view_program(session_id, limit))).messages
+
+
+def read_log(
+    store: Store, session_id: str, start: int = 0, stop: int | None = None
+) -> list[LogEntry]:
+    """Every record of the session's own log (sliced like ``store.read``) with what it is:
+    a message, a control record of some kind, or a record that cannot be decoded.
+
+    The audit trail, not the view: retracted messages and control records are all there,
+    fork prefixes are not followed, and a damaged record is a ``CORRUPT`` entry rather
+    than an error. An unknown session reads as ``[]``.
+    """
+    return run(store, log_program(session_id, start, stop))
+
+
+async def aread_log(
+    store: Store, session_id: str, start: int = 0, stop: int | None = None
+) -> list[LogEntry]:
+    """Async :func:`read_log`."""
+    return await arun(store, log_program(session_id, start, stop))
 
 
 def undo(store: Store, session_id: str, turns: int = 1) -> list[Message]:

@@ -10,14 +10,15 @@ more messages, and each frame's own messages are emitted when it ends.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import CorruptRecord
 from ..messages import Message
+from ..records import Record
 from ._control import CHECKPOINT, RETRACT, Control, parse_entry
 
-__all__ = ["UNLIMITED", "ViewBuilder"]
+__all__ = ["UNLIMITED", "ViewBuilder", "build_view"]
 
 #: The window of a view read without a limit.
 UNLIMITED = sys.maxsize
@@ -168,3 +169,30 @@ class ViewBuilder:
                 if not self._push(message):
                     break
         self.done = True
+
+
+def build_view(
+    session_id: str,
+    entries: Sequence[Record | Mapping[str, Any]],
+    *,
+    limit: int | None = None,
+) -> list[Message]:
+    """The view of a log held in memory rather than in a store, oldest message first.
+
+    ``entries`` is the log, oldest first: :class:`~chatkeep.core.Record` objects as a store
+    returns them, or their JSON already parsed (a message as ``message_to_dict`` writes it,
+    its ``message_id`` the record id; a control record with its record id under ``"id"``).
+    Walks backward like :func:`read_view`, so a window of ``limit`` messages reads about
+    that many entries. ``session_id`` only names the log in errors.
+    """
+    builder = ViewBuilder(limit)
+    for position in range(len(entries) - 1, -1, -1):
+        entry = entries[position]
+        if isinstance(entry, Record):
+            builder.feed(entry.id, entry.data, session_id, position)
+        else:
+            record_id = entry.get("message_id") or entry.get("id") or ""
+            builder.feed(record_id, entry, session_id, position)
+        if builder.done:
+            break
+    return builder.finish()

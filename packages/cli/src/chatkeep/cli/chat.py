@@ -44,7 +44,7 @@ from chatkeep.core import (
     new_id,
     open_store,
 )
-from chatkeep.core.views import TEMP_PREFIX, afork, aundo
+from chatkeep.core.views import afork, alist_conversations, aundo
 
 from .sessions import format_message
 
@@ -197,10 +197,9 @@ class ChatRepl:
             if not self.store.supports("list_sessions"):
                 self.notice(f"{self.store.name} cannot list sessions")
                 return True
-            async for session_id in self.store.alist_sessions():
-                if not session_id.startswith(TEMP_PREFIX):
-                    mark = "*" if session_id == self.session.session_id else " "
-                    self.say(f"{mark} {session_id}")
+            async for session_id in alist_conversations(self.store):
+                mark = "*" if session_id == self.session.session_id else " "
+                self.say(f"{mark} {session_id}")
         elif name == "/fork":
             if self.linear and await self._has_service_turns():
                 self.notice("a Conversations API conversation is linear: it cannot be forked")

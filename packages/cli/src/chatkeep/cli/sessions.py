@@ -34,7 +34,7 @@ from chatkeep.core import (
     read_view,
     undo,
 )
-from chatkeep.core.views import TEMP_PREFIX, Control, parse_entry
+from chatkeep.core.views import LogEntry, list_conversations, read_log
 
 __all__ = ["add_commands", "format_message"]
 
@@ -100,7 +100,7 @@ def format_message(message: Message, *, show_id: bool = False) -> str:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     with _store(args) as store:
-        ids = [s for s in store.list_sessions(args.prefix) if not s.startswith(TEMP_PREFIX)]
+        ids = list(list_conversations(store, args.prefix))
     if args.json:
         print(json.dumps(ids, ensure_ascii=False, indent=2))
     else:
@@ -109,44 +109,38 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _raw_entries(store: Store, session_id: str) -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = []
-    for position, record in enumerate(store.read(session_id)):
-        entry: dict[str, Any] = {"position": position, "id": record.id}
-        try:
-            parsed = parse_entry(record.data)
-        except ValueError as exc:
-            entry.update(kind="corrupt", error=str(exc))
-        else:
-            if isinstance(parsed, Control):
-                entry.update(kind=parsed.kind, data=json.loads(record.data))
-            else:
-                entry.update(kind="message", data=message_to_dict(parsed), message=parsed)
-        entries.append(entry)
-    return entries
+def _raw_json(entry: LogEntry) -> dict[str, Any]:
+    shown: dict[str, Any] = {"position": entry.position, "id": entry.record_id, "kind": entry.kind}
+    if entry.error is not None:
+        shown["error"] = entry.error
+    else:
+        shown["data"] = entry.data
+    return shown
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
     with _store(args) as store:
         _require_session(store, args.session)
         if args.raw:
-            entries = _raw_entries(store, args.session)
+            entries = read_log(store, args.session)
             if args.json:
-                for entry in entries:
-                    entry.pop("message", None)
-                print(json.dumps(entries, ensure_ascii=False, indent=2, default=repr))
+                print(
+                    json.dumps(
+                        [_raw_json(e) for e in entries], ensure_ascii=False, indent=2, default=repr
+                    )
+                )
                 return 0
             for entry in entries:
-                where = f"#{entry['position']:<4}"
-                if entry["kind"] == "message":
-                    print(where + " " + format_message(entry["message"], show_id=args.ids))
-                elif entry["kind"] == "corrupt":
-                    print(f"{where} CORRUPT {entry['id']}: {entry['error']}")
+                where = f"#{entry.position:<4}"
+                if entry.message is not None:
+                    print(where + " " + format_message(entry.message, show_id=args.ids))
+                elif entry.error is not None:
+                    print(f"{where} CORRUPT {entry.record_id}: {entry.error}")
                 else:
-                    fields = {k: v for k, v in entry["data"].items() if k != "type"}
+                    fields = {k: v for k, v in (entry.control or {}).items() if k != "type"}
                     if "messages" in fields:
                         fields["messages"] = f"{len(fields['messages'])} message(s)"
-                    print(f"{where} ({entry['kind']}) {_short_json(fields, 200)}")
+                    print(f"{where} ({entry.kind}) {_short_json(fields, 200)}")
             return 0
         view = read_view(store, args.session, limit=args.last)
     if args.json:
