@@ -30,6 +30,8 @@ MEMBERS = {
     "cli": "packages/cli",
     "openai": "packages/openai",
     "anthropic": "packages/anthropic",
+    "vendors": "packages/vendors",
+    "fake_model": "packages/fake_model",
 }
 BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob"]
 TYPED = ["core/src", *(f"{path}/src" for name, path in MEMBERS.items() if name != "core")]

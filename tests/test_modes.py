@@ -19,13 +19,13 @@ import pytest
 
 from chatkeep.anthropic import AnthropicChatClient
 from chatkeep.core import Agent, AgentSession, HistoryConflict, HistoryProvider, Message
+from chatkeep.fake_model import FakeModelServer
 from chatkeep.openai import (
     ChatCompletionsClient,
     ConversationsClient,
     ResponsesClient,
     migrate_to_client_managed,
 )
-from chatkeep.testing.fake_model import FakeModelServer
 
 T = TypeVar("T")
 

@@ -21,7 +21,7 @@ from chatkeep.core import (
     Message,
     ReasoningContent,
 )
-from chatkeep.testing.fake_model import FakeModelServer
+from chatkeep.fake_model import FakeModelServer
 
 T = TypeVar("T")
 KEY = "sk-ant-test-secret"

@@ -14,7 +14,7 @@ import pytest
 
 from chatkeep.cli.main import main
 from chatkeep.core import open_store, read_view
-from chatkeep.testing.fake_model import FakeModelServer
+from chatkeep.fake_model import FakeModelServer
 
 
 @pytest.fixture

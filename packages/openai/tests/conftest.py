@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from chatkeep.testing.fake_model import FakeModelServer
+from chatkeep.fake_model import FakeModelServer
 
 
 @pytest.fixture

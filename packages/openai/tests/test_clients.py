@@ -22,6 +22,7 @@ from chatkeep.core import (
     Message,
     ReasoningContent,
 )
+from chatkeep.fake_model import FakeModelServer
 from chatkeep.openai import (
     ChatCompletionsClient,
     ConversationNotFound,
@@ -29,7 +30,6 @@ from chatkeep.openai import (
     ResponsesClient,
     migrate_to_client_managed,
 )
-from chatkeep.testing.fake_model import FakeModelServer
 
 T = TypeVar("T")
 

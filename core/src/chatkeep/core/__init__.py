@@ -13,13 +13,14 @@ Quick start::
 from ._loop import LoopThread
 from .agent import Agent, AgentResponse, AgentResponseStream, ConflictPolicy
 from .chat import ChatClient, ChatResponse, ChatResponseUpdate, StreamingChatClient
-from .codec import EncodeError, decode_message, encode_message, message_from_dict, message_to_dict
+from .codec import decode_message, encode_message, message_from_dict, message_to_dict
 from .context import Context, ContextProvider
 from .errors import (
     AppendConflict,
     CapabilityMissing,
     ChatkeepError,
     CorruptRecord,
+    EncodeError,
     HistoryConflict,
     InvalidOption,
     InvalidRecord,
@@ -31,6 +32,7 @@ from .errors import (
     SessionNotFound,
     StoreClosed,
     StoreUnavailable,
+    ToolError,
     ToolLoopLimit,
     UnknownBackend,
     ViewError,
@@ -74,17 +76,8 @@ from .reducers import (
 )
 from .session import AgentSession, ProviderSessionState, StateBag, register_state_type
 from .store import CAPABILITIES, Backend, Store
-from .tools import Tool, ToolError, tool
+from .tools import Tool, tool
 from .urls import redact_url
-from .vendors import (
-    MissingCredentials,
-    MissingVendorSetting,
-    UnknownVendor,
-    UnsupportedProtocol,
-    Vendor,
-    get_vendor,
-    vendors,
-)
 from .views import (
     Checkpoint,
     acompact,
@@ -136,8 +129,6 @@ __all__ = [
     "Message",
     "MessageNotFound",
     "MessageSource",
-    "MissingCredentials",
-    "MissingVendorSetting",
     "OfflineChatClient",
     "Pipeline",
     "PluginError",
@@ -167,10 +158,7 @@ __all__ = [
     "TruncationReducer",
     "UnknownBackend",
     "UnknownContent",
-    "UnknownVendor",
-    "UnsupportedProtocol",
     "UriContent",
-    "Vendor",
     "ViewError",
     "acompact",
     "adelete_session",
@@ -187,7 +175,6 @@ __all__ = [
     "encode_message",
     "encode_records",
     "fork",
-    "get_vendor",
     "hookimpl",
     "list_forks",
     "message_from_dict",
@@ -200,5 +187,32 @@ __all__ = [
     "register_state_type",
     "tool",
     "undo",
-    "vendors",
 ]
+
+#: Names that moved to ``chatkeep.vendors`` and are still found here (with a warning).
+_MOVED_TO_VENDORS = frozenset(
+    {
+        "MissingCredentials",
+        "MissingVendorSetting",
+        "UnknownVendor",
+        "UnsupportedProtocol",
+        "Vendor",
+        "get_vendor",
+        "vendors",
+    }
+)
+
+
+def __getattr__(name: str) -> object:
+    # The vendor presets left the storage core; code written before still finds them.
+    if name in _MOVED_TO_VENDORS:
+        import importlib
+        import warnings
+
+        warnings.warn(
+            f"chatkeep.core.{name} moved to chatkeep.vendors.{name}; import it from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module("chatkeep.vendors"), name)
+    raise AttributeError(f"module 'chatkeep.core' has no attribute {name!r}")

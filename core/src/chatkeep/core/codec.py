@@ -26,6 +26,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from .errors import EncodeError
 from .messages import (
     Content,
     DataContent,
@@ -55,10 +56,6 @@ _dumps = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=True
 ).encode
 _loads = json.loads
-
-
-class EncodeError(TypeError, ValueError):
-    """A value cannot be stored losslessly (a non-str dict key, NaN, an unsupported type)."""
 
 
 # -- extended JSON values ------------------------------------------------------------------

@@ -13,6 +13,7 @@ __all__ = [
     "CapabilityMissing",
     "ChatkeepError",
     "CorruptRecord",
+    "EncodeError",
     "HistoryConflict",
     "InvalidOption",
     "InvalidRecord",
@@ -24,6 +25,7 @@ __all__ = [
     "SessionNotFound",
     "StoreClosed",
     "StoreUnavailable",
+    "ToolError",
     "ToolLoopLimit",
     "UnknownBackend",
     "ViewError",
@@ -53,6 +55,10 @@ class InvalidSessionId(ChatkeepError, ValueError):
 class InvalidRecord(ChatkeepError, ValueError):
     """A record handed to ``append`` was malformed (id not a non-empty str, data not bytes,
     or an id repeated within one batch)."""
+
+
+class EncodeError(ChatkeepError, TypeError, ValueError):
+    """A value cannot be stored losslessly (a non-str dict key, NaN, an unsupported type)."""
 
 
 class InvalidOption(ChatkeepError, ValueError, TypeError):
@@ -221,3 +227,8 @@ class HistoryConflict(ChatkeepError, RuntimeError):
     has a history provider but the service returned a conversation id (and the agent's
     ``conflict_policy`` is ``"raise"``), or a session the service keeps is continued with a
     client that keeps nothing there (``service_managed = False``)."""
+
+
+class ToolError(ChatkeepError):
+    """A tool call could not be made (bad arguments); reported to the model as the call's
+    exception, so it can correct itself."""

@@ -34,6 +34,8 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union, get_args, get_origin, overload
 
+from .errors import ToolError
+
 __all__ = ["Tool", "ToolError", "json_schema", "tool"]
 
 _JSON_TYPES: dict[type, str] = {
@@ -43,11 +45,6 @@ _JSON_TYPES: dict[type, str] = {
     bool: "boolean",
     type(None): "null",
 }
-
-
-class ToolError(Exception):
-    """A tool call could not be made (bad arguments); reported to the model as the call's
-    exception, so it can correct itself."""
 
 
 def _literal_schema(values: tuple[Any, ...]) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from chatkeep.core import (
     open_store,
 )
 from chatkeep.core.views import afork, alist_conversations, aundo
+from chatkeep.vendors import make_client
 
 from .sessions import format_message
 
@@ -69,25 +70,21 @@ def build_client(args: argparse.Namespace) -> tuple[Any, str, str]:
     client) and a short description of it.
 
     No ``--vendor``/``--protocol``/``--model``: the offline client. Otherwise a preset
-    client (``chatkeep-openai``; ``messages`` through ``chatkeep-anthropic``), with
+    client (:func:`chatkeep.vendors.make_client`: ``chatkeep-openai``, or
+    ``chatkeep-anthropic`` for ``messages``), with
     ``--base-url`` (or ``$CHATKEEP_BASE_URL``) replacing the preset's address.
     """
     if not (args.vendor or args.protocol or args.model):
         return OfflineChatClient(), "offline", "offline client (no network, no key)"
     if not args.model:
         raise ChatkeepError("--model is required with --vendor/--protocol")
-    try:
-        from chatkeep.openai import make_client
-    except ImportError as error:
-        raise ChatkeepError(
-            "--vendor/--protocol need chatkeep-openai: pip install 'chatkeep[openai]'"
-        ) from error
     protocol = args.protocol or ("messages" if args.vendor == "anthropic" else "chat_completions")
     vendor = args.vendor or ("anthropic" if protocol == "messages" else "openai")
     options: dict[str, Any] = {}
     if protocol == "responses":
         options["store"] = not args.no_store
     base_url = args.base_url or os.environ.get("CHATKEEP_BASE_URL") or None
+    # MissingPackage (a ChatkeepError) names the client distribution to install.
     client = make_client(vendor, protocol, args.model, base_url=base_url, **options)
     store_note = " (store=False)" if protocol == "responses" and args.no_store else ""
     return client, protocol, f"{vendor} {protocol}{store_note}, model {args.model}"

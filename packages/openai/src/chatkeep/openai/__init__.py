@@ -16,12 +16,13 @@ One application, four ways to keep its history::
 The agent code (``agent.run(text, session)``) is the same for all of them.
 """
 
+from chatkeep.vendors import MissingPackage, make_client
+
 from ._base import OpenAIClientBase
-from ._common import ConversationNotFound, ResponseFailed
 from .chat_completions import ChatCompletionsClient
 from .chat_format import from_chat_messages, to_chat_messages
 from .conversations import ConversationsClient
-from .factory import MissingPackage, make_client
+from .errors import ConversationNotFound, ResponseFailed
 from .migrate import migrate_to_client_managed
 from .responses import ResponsesClient
 from .responses_format import from_items, to_items

@@ -1,5 +1,5 @@
 """What the Chat Completions and Responses conversions share: data URIs, tool results as
-text, tools as function schemas, and the typed errors of this package."""
+text, tools as function schemas (this package's errors are in :mod:`.errors`)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from chatkeep.core import ChatkeepError, FunctionResultContent, HistoryConflict, Tool
+from chatkeep.core import FunctionResultContent, HistoryConflict, Tool
 
 __all__ = [
-    "ConversationNotFound",
-    "ResponseFailed",
     "data_uri",
     "dump",
     "json_arguments",
@@ -23,19 +21,6 @@ __all__ = [
     "result_text",
     "to_tools",
 ]
-
-
-class ConversationNotFound(ChatkeepError, LookupError):
-    """The service does not know the conversation or response id the session holds (it
-    expired, was deleted, or belongs to another vendor or protocol)."""
-
-    def __init__(self, conversation_id: str, service: str) -> None:
-        self.conversation_id = conversation_id
-        super().__init__(
-            f"{service} does not know {conversation_id!r}: it may have expired or been "
-            "deleted, or the session was created with another vendor or protocol. The "
-            "history behind it cannot be read; start a new session (or fork a stored one)."
-        )
 
 
 def refuse_service_conversation(client: object, conversation_id: str | None) -> None:
@@ -121,8 +106,3 @@ def dump(value: Any) -> Any:
     if callable(dumper):
         return dumper(mode="json", exclude_none=True)
     return value
-
-
-class ResponseFailed(ChatkeepError, RuntimeError):
-    """The service reported that it could not produce the response (``status: failed``
-    or a stream ``error`` event); the message is the service's."""

@@ -2,7 +2,7 @@
 
 Every call sends the whole history (the agent's history provider supplies it), so any
 store works and any vendor speaking Chat Completions works (see
-``chatkeep.core.vendors``)::
+``chatkeep.vendors``)::
 
     from chatkeep.core import Agent, HistoryProvider
     from chatkeep.openai import ChatCompletionsClient

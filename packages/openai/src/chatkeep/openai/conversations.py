@@ -23,7 +23,7 @@ from typing import Any
 import openai
 from chatkeep.core import AgentSession, HistoryConflict, Message
 
-from ._common import ConversationNotFound
+from .errors import ConversationNotFound
 from .responses import ResponsesClientBase
 from .responses_format import from_items
 

@@ -39,12 +39,11 @@ from chatkeep.core import (
 
 from ._base import OpenAIClientBase
 from ._common import (
-    ConversationNotFound,
-    ResponseFailed,
     dump,
     refuse_service_conversation,
     to_tools,
 )
+from .errors import ConversationNotFound, ResponseFailed
 from .responses_format import from_items, split_instructions, to_items, to_response_tools
 
 __all__ = ["ResponsesClient", "ResponsesClientBase"]

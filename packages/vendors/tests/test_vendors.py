@@ -1,4 +1,4 @@
-"""Vendor presets (chatkeep.core.vendors) and ``make_client``."""
+"""Vendor presets (chatkeep.vendors) and ``make_client``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import pickle
 import pytest
 
 from chatkeep.core import ChatkeepError, Message
-from chatkeep.core.vendors import (
+from chatkeep.fake_model import FakeModelServer
+from chatkeep.openai import ChatCompletionsClient, ConversationsClient, ResponsesClient
+from chatkeep.vendors import (
     PROTOCOLS,
     VENDORS,
     MissingCredentials,
@@ -18,10 +20,9 @@ from chatkeep.core.vendors import (
     UnsupportedProtocol,
     Vendor,
     get_vendor,
+    make_client,
     vendors,
 )
-from chatkeep.openai import ChatCompletionsClient, ConversationsClient, ResponsesClient, make_client
-from chatkeep.testing.fake_model import FakeModelServer
 
 # What the seeds' table says (plus Conversations, which is OpenAI's and Azure's v1 API).
 EXPECTED = {

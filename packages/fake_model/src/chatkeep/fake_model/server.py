@@ -301,7 +301,7 @@ class FakeModelServer:
             client.responses.create(model="m", input="hi")
             assert server.requests[-1].api == "responses"
 
-    See the package docstring (:mod:`chatkeep.testing.fake_model`) for the full contract.
+    See the package docstring (:mod:`chatkeep.fake_model`) for the full contract.
     """
 
     def __init__(

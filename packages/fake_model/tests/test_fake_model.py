@@ -18,7 +18,7 @@ from typing import Any
 import openai
 import pytest
 
-from chatkeep.testing.fake_model import FakeModelServer, parse_tool_requests
+from chatkeep.fake_model import FakeModelServer, parse_tool_requests
 
 WEATHER_TOOL_CC: Any = {
     "type": "function",
@@ -129,7 +129,7 @@ def test_any_path_prefix_reaches_the_api(fake: FakeModelServer) -> None:
 
 def test_the_server_runs_as_a_command() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "chatkeep.testing.fake_model", "--no-auth"],
+        [sys.executable, "-m", "chatkeep.fake_model", "--no-auth"],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from chatkeep.core import Agent, HistoryProvider, OfflineChatClient
-from chatkeep.testing.fake_model import FakeModelServer
+from chatkeep.fake_model import FakeModelServer
 
 WEATHER: Any = {
     "name": "weather",
