@@ -23,7 +23,13 @@ def test_backends_json_is_machine_readable(capsys: pytest.CaptureFixture[str]) -
     entries = json.loads(capsys.readouterr().out)
     memory = next(entry for entry in entries if entry["name"] == "memory")
     assert memory["schemes"] == ["memory"]
-    assert memory["capabilities"] == ["close", "delete", "list_sessions"]
+    assert memory["capabilities"] == [
+        "close",
+        "conditional",
+        "delete",
+        "list_sessions",
+        "namespace",
+    ]
     assert set(memory) == {
         "name",
         "distribution",
