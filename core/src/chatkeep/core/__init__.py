@@ -74,7 +74,13 @@ from .reducers import (
     ToolCallCollapseReducer,
     TruncationReducer,
 )
-from .session import AgentSession, ProviderSessionState, StateBag, register_state_type
+from .session import (
+    AgentSession,
+    ProviderSessionState,
+    StateBag,
+    StateSerializer,
+    register_state_type,
+)
 from .store import CAPABILITIES, Backend, Store
 from .tools import Tool, tool
 from .urls import redact_url
@@ -143,6 +149,7 @@ __all__ = [
     "SessionNotFound",
     "SlidingWindowReducer",
     "StateBag",
+    "StateSerializer",
     "Store",
     "StoreClosed",
     "StoreUnavailable",
