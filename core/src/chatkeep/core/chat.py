@@ -170,7 +170,10 @@ class ChatClient(Protocol):
 
     def get_response(
         self, messages: list[Message], *, conversation_id: str | None = None
-    ) -> ChatResponse | Awaitable[ChatResponse]: ...
+    ) -> ChatResponse | Awaitable[ChatResponse]:
+        """The model's response to ``messages`` (continuing ``conversation_id`` when the
+        service keeps the conversation); sync or ``async def``."""
+        ...
 
 
 @runtime_checkable
@@ -181,7 +184,9 @@ class StreamingChatClient(ChatClient, Protocol):
 
     def get_streaming_response(
         self, messages: list[Message], *, conversation_id: str | None = None
-    ) -> Any: ...
+    ) -> Any:
+        """The response as an async (or plain) iterator of :class:`ChatResponseUpdate`."""
+        ...
 
 
 def _options(conversation_id: str | None, tools: Sequence[Tool]) -> dict[str, Any]:

@@ -25,8 +25,11 @@ import pluggy
 
 __all__ = ["RegisterBackend", "chatkeep_register_backends", "hookimpl", "hookspec"]
 
+#: The pluggy project name (also the entry-point group plugins are listed under).
 PROJECT = "chatkeep"
+#: Marks the hook specifications below (for chatkeep itself).
 hookspec = pluggy.HookspecMarker(PROJECT)
+#: Marks a plugin's hook implementations: ``@hookimpl def chatkeep_register_backends(...)``.
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
@@ -44,14 +47,19 @@ class RegisterBackend(Protocol):
     ) -> None:
         """Register one backend.
 
-        ``name``: what users pass to ``open_store`` (lowercase letters, digits, ``-``, ``_``).
-        ``factory``: the backend class (or any callable taking the options), or a lazy
-        ``"module:attribute"`` string so the driver is only imported when the backend is
-        opened. A factory with a ``from_url(url, **options)`` classmethod is given URLs
-        through it; otherwise it receives ``url=`` among its keyword options.
-        ``schemes``: URL schemes that select this backend (``name`` is always one).
-        ``capabilities``: optional capabilities (see ``chatkeep.core.store.CAPABILITIES``);
-        when omitted they are read from the factory's ``capabilities`` attribute.
+        :param name: what users pass to ``open_store`` (lowercase letters, digits, ``-``,
+            ``_``).
+        :param factory: the backend class (or any callable taking the options), or a lazy
+            ``"module:attribute"`` string so the driver is only imported when the backend is
+            opened. A factory with a ``from_url(url, **options)`` classmethod is given URLs
+            through it; otherwise it receives ``url=`` among its keyword options.
+        :param schemes: URL schemes that select this backend (``name`` is always one).
+        :param capabilities: optional capabilities (see
+            ``chatkeep.core.backend.CAPABILITIES``); when omitted they are read from the
+            factory's ``capabilities`` attribute.
+        :param description: one line shown by ``chatkeep backends``.
+        :returns: nothing; an invalid registration raises
+            :class:`~chatkeep.core.errors.PluginError`.
         """
 
 
@@ -59,5 +67,10 @@ class RegisterBackend(Protocol):
 def chatkeep_register_backends(register: RegisterBackend) -> None:
     """Register the storage backends this plugin provides by calling ``register``.
 
-    Called once per process, the first time chatkeep needs its list of backends.
+    Called once per process, the first time chatkeep needs its list of backends. Import no
+    driver here: pass ``factory`` as a ``"module:attribute"`` string.
+
+    :param register: call it once per backend (see :class:`RegisterBackend` for its
+        arguments); the core validates and de-duplicates what it is given.
+    :returns: nothing (what counts is what was passed to ``register``).
     """

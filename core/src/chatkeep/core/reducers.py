@@ -117,7 +117,9 @@ def max_window(reducer: object) -> int | None:
 class Tokenizer(Protocol):
     """Counts tokens in a text. Plug in a model's real tokenizer (``tiktoken`` etc.)."""
 
-    def count_tokens(self, text: str) -> int: ...
+    def count_tokens(self, text: str) -> int:
+        """How many tokens ``text`` is."""
+        ...
 
 
 @dataclass(frozen=True)

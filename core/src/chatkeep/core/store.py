@@ -76,9 +76,13 @@ class Backend(Protocol):
     Methods may be sync or ``async def``. See the module docstring for the optional ones.
     """
 
-    def append(self, session_id: str, records: list[Record], /) -> Any: ...
+    def append(self, session_id: str, records: list[Record], /) -> Any:
+        """Store ``records`` at the end of the session's log, atomically (sync or async)."""
+        ...
 
-    def read(self, session_id: str, start: int = 0, stop: int | None = None, /) -> Any: ...
+    def read(self, session_id: str, start: int = 0, stop: int | None = None, /) -> Any:
+        """The session's records ``[start:stop]`` in append order (sync or async)."""
+        ...
 
 
 _Impl = Callable[..., Any]
