@@ -25,9 +25,9 @@ from .chat import (
     get_response,
     stream_response,
 )
-from .codec import EncodeError, content_to_dict
+from .codec import content_to_dict
 from .context import Context, ContextProvider
-from .errors import HistoryConflict, ToolLoopLimit
+from .errors import EncodeError, HistoryConflict, ToolLoopLimit
 from .history import HistoryProvider, InMemoryHistoryProvider
 from .ids import new_id
 from .messages import (
