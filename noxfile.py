@@ -32,6 +32,8 @@ MEMBERS = {
     "anthropic": "packages/anthropic",
     "vendors": "packages/vendors",
     "fake_model": "packages/fake_model",
+    "openai_agents": "packages/openai_agents",
+    "langchain": "packages/langchain",
 }
 BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob"]
 TYPED = ["core/src", *(f"{path}/src" for name, path in MEMBERS.items() if name != "core")]
