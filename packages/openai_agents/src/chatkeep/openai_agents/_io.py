@@ -1,0 +1,56 @@
+"""How the session's coroutines reach the store.
+
+Through the store's blocking API, in a worker thread: one thread hop per session call, as
+the SDK's own ``SQLiteSession`` does. Nothing then belongs to the caller's event loop, so
+the session works the same under ``Runner.run``, ``Runner.run_sync`` (which keeps one loop
+per thread), ``asyncio.run`` per call and loops a thread opens and closes itself. (A
+backend with only ``async def`` hooks runs on the store's own private loop thread.)
+
+Writes are *settled*: a caller cancelled while a write is in flight still waits for its
+outcome before the cancellation propagates, so the caller never has to guess whether it
+happened (the SDK's sessions promise the same).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from chatkeep.core import Store
+
+__all__ = ["in_thread", "session_lock", "settled"]
+
+T = TypeVar("T")
+
+# Striped locks serializing read-then-write operations (pop, clear) on one session within
+# this process, whichever session object they come from; bounded however many sessions.
+_LOCKS = tuple(threading.Lock() for _ in range(64))
+
+
+def session_lock(store: Store, session_id: str) -> threading.Lock:
+    """The lock for ``session_id`` on ``store`` (shared with a few unrelated sessions)."""
+    return _LOCKS[hash((id(store), session_id)) % len(_LOCKS)]
+
+
+async def settled(operation: Awaitable[T]) -> T:
+    """Await ``operation`` to the end even if the caller is cancelled meanwhile, then
+    raise the cancellation (or return the result)."""
+    task = asyncio.ensure_future(operation)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    if cancelled is not None:
+        if not task.cancelled():
+            task.exception()  # retrieved: the caller learns of the cancellation instead
+        raise cancelled
+    return task.result()
+
+
+async def in_thread(function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` in a worker thread (the default executor)."""
+    return await asyncio.to_thread(function, *args)

@@ -1,0 +1,236 @@
+"""``ChatkeepSession``: the Agents SDK ``Session`` protocol on any chatkeep store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from agents.items import TResponseInputItem
+from agents.memory import SessionSettings
+from agents.memory.session_settings import coerce_session_settings
+
+from chatkeep.core import (
+    ChatkeepError,
+    EncodeError,
+    Message,
+    Record,
+    Store,
+    check_session_id,
+    delete_session,
+    encode_message,
+    new_id,
+    open_store,
+    read_view,
+)
+from chatkeep.core.views._program import run
+
+from ._io import in_thread, session_lock, settled
+from ._log import hide_program, pop_program
+from .items import item_to_message, message_to_items
+
+__all__ = ["ChatkeepSession", "SessionClosed"]
+
+
+class SessionClosed(ChatkeepError, RuntimeError):
+    """The :class:`ChatkeepSession` was closed (a ``RuntimeError``, as the SDK's own
+    sessions raise after ``close()``)."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"ChatkeepSession {session_id!r} is closed; make a new one to go on")
+
+
+def _limit(explicit: int | None, settings: SessionSettings | None) -> int | None:
+    """The number of newest items to return; ``None`` for all. As the SDK's
+    ``SQLiteSession``: an explicit ``limit`` wins over ``session_settings.limit``; 0 means
+    none and a negative limit means all (SQLite's ``LIMIT -1``)."""
+    limit = explicit if explicit is not None else (settings.limit if settings else None)
+    if limit is None:
+        return None
+    if type(limit) is not int:
+        raise TypeError(f"limit must be an int or None, not {type(limit).__name__}")
+    return None if limit < 0 else limit
+
+
+class ChatkeepSession:
+    """An OpenAI Agents SDK session kept in a chatkeep store, a drop-in for
+    ``SQLiteSession``, ``RedisSession`` or ``SQLAlchemySession``::
+
+        from agents import Agent, Runner
+        from chatkeep.openai_agents import ChatkeepSession
+
+        session = ChatkeepSession("user-42", url="postgresql://app@db/app")
+        result = await Runner.run(agent, "Hello", session=session)
+
+    ``url``: a chatkeep store URL, opened for this session (and closed by :meth:`close`);
+    ``store``: an open :class:`~chatkeep.core.Store` to share between sessions (left
+    open); neither: ``$CHATKEEP_URL``, else the embedded SQLite file. ``session_settings``
+    as the SDK's sessions take it (``SessionSettings`` or a dict; its ``limit`` is the
+    default for :meth:`get_items`).
+
+    Every item comes back exactly as it was added (ids, string content, reasoning,
+    function calls and outputs, item types chatkeep does not model), and is stored as a
+    chatkeep message, so ``chatkeep.core.read_view(store, session_id)`` reads the same
+    conversation. Record ids are chatkeep's own (an item's ``id`` may repeat). The history
+    is the session's *view*: undo, forks and compaction done with ``chatkeep.core`` apply.
+    """
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        url: str | None = None,
+        store: Store | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> None:
+        if url is not None and store is not None:
+            raise TypeError("give url= or store=, not both")
+        if store is not None and not isinstance(store, Store):
+            raise TypeError(f"store must be a chatkeep Store, not {type(store).__name__}")
+        self.session_id: str = check_session_id(session_id)
+        self.session_settings = (
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(session_settings)
+        )
+        self._owns_store = store is None
+        self._store: Store = store if store is not None else open_store(url)
+        self._closed = False
+
+    # -- properties ------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The chatkeep store holding this session."""
+        return self._store
+
+    def __repr__(self) -> str:
+        return f"ChatkeepSession({self.session_id!r}, store={self._store!r})"
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosed(self.session_id)
+
+    # -- the Session protocol --------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The conversation history, oldest first: the newest ``limit`` items (default
+        ``session_settings.limit``; ``None``: all), read from the end of the log, so the
+        cost follows ``limit``, not the length of the conversation."""
+        self._check_open()
+        count = _limit(limit, self.session_settings)
+        if count == 0:
+            return []
+        messages = await in_thread(self._read, count)
+        return self._items(messages, count)
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` to the history in one atomic store append (``[]``: nothing)."""
+        self._check_open()
+        if not items:
+            return
+        records = self._records(items)
+        await settled(in_thread(self._store.append, self.session_id, records))
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove the newest item from the history and return it (``None`` if empty).
+
+        The log keeps it (one retract record is appended; chatkeep's audit trail and
+        ``store.read`` still show it). On a store with the ``conditional`` capability two
+        pops never return the same item, whichever processes they run in.
+        """
+        self._check_open()
+        message = await settled(in_thread(self._pop))
+        if message is None:
+            return None
+        items = message_to_items(message)
+        return cast(TResponseInputItem, items[-1]) if items else None
+
+    async def clear_session(self) -> None:
+        """Remove every item of this session: erased from the store where it can
+        ``delete`` (forks of it keep their history), otherwise hidden from the view."""
+        self._check_open()
+        await settled(in_thread(self._clear))
+
+    # -- closing ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the session; the store too if the session opened it (``url=``).
+        Idempotent. Later calls raise :class:`SessionClosed`."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_store:
+            self._store.close()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_store:
+            await self._store.aclose()
+
+    async def __aenter__(self) -> ChatkeepSession:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> ChatkeepSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- chatkeep messages -----------------------------------------------------------------
+
+    async def get_messages(self, limit: int | None = None) -> list[Message]:
+        """The same history as chatkeep messages (what ``chatkeep.core.read_view`` reads)."""
+        self._check_open()
+        return await in_thread(self._read, limit)
+
+    # -- the work, blocking or awaited --------------------------------------------------------
+
+    def _read(self, count: int | None) -> list[Message]:
+        return read_view(self._store, self.session_id, limit=count)
+
+    @staticmethod
+    def _items(messages: Sequence[Message], count: int | None) -> list[TResponseInputItem]:
+        items: list[Any] = []
+        for message in messages:
+            items.extend(message_to_items(message))
+        if count is not None and len(items) > count:
+            del items[:-count]  # a message not made from one item may stand for several
+        return cast(list[TResponseInputItem], items)
+
+    def _records(self, items: Sequence[TResponseInputItem]) -> list[Record]:
+        records = []
+        for position, item in enumerate(items):
+            record_id = new_id()
+            message = item_to_message(cast(Any, item), message_id=record_id)
+            try:
+                data = encode_message(message)
+            except EncodeError as exc:
+                raise EncodeError(
+                    f"item {position} of the batch cannot be stored: {exc}; nothing was added"
+                ) from exc
+            records.append(Record(record_id, data))
+        return records
+
+    def _pop(self) -> Message | None:
+        with session_lock(self._store, self.session_id):
+            return run(self._store, pop_program(self.session_id, conditional=self._conditional))
+
+    def _clear(self) -> None:
+        with session_lock(self._store, self.session_id):
+            if self._store.supports("delete"):
+                delete_session(self._store, self.session_id)
+            else:
+                run(self._store, hide_program(self.session_id, conditional=self._conditional))
+
+    @property
+    def _conditional(self) -> bool:
+        return self._store.supports("conditional")

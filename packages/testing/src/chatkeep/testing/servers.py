@@ -1,0 +1,250 @@
+"""Real servers for tests that run something over every in-repo backend (framework
+adapters, end-to-end checks): where each one is, in DESIGN section 7's order of preference.
+
+Each function returns a chatkeep store URL of its own (a fresh schema, namespace, prefix or
+container) and registers what must be removed afterwards with ``cleanup``; a missing
+service calls :func:`~chatkeep.testing.services.service_unavailable` (skip, or fail under
+``CI=true``)::
+
+    with ExitStack() as cleanup:
+        url = postgres_store_url(cleanup)        # postgresql://...?schema=ck_test_...
+        url = redis_store_url(cleanup)           # redis://...?namespace=ck-test-...
+        url = s3_store_url(cleanup)              # a moto server started here
+        url = azure_store_url(cleanup, workdir)  # Azurite on 10000, or one started here
+
+Servers: ``CHATKEEP_TEST_POSTGRES_URL`` / ``CHATKEEP_TEST_REDIS_URL`` or the standard local
+ports; S3 is a moto server on a free loopback port (``moto[server]``); Azure Blob is
+Azurite on port 10000 if it answers as the development account, else one started from
+``<repo>/.cache/azurite`` (installed there with npm on first use).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+from chatkeep.core import redact_url
+
+from .services import service_unavailable
+
+__all__ = [
+    "AZURITE_ACCOUNT",
+    "AZURITE_KEY",
+    "azure_store_url",
+    "postgres_store_url",
+    "redis_store_url",
+    "s3_store_url",
+    "with_query",
+]
+
+#: Azurite's published development account (documented by Microsoft; not a secret).
+AZURITE_ACCOUNT = "devstoreaccount1"
+AZURITE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+_POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"
+_REDIS = "redis://127.0.0.1:6379/0"
+
+
+def with_query(url: str, **params: object) -> str:
+    """``url`` with ``params`` added to (or replacing those in) its query string."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    query.update({key: str(value) for key, value in params.items()})
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def _token() -> str:
+    return secrets.token_hex(5)
+
+
+def postgres_store_url(cleanup: ExitStack) -> str:
+    """A PostgreSQL store URL on a schema of its own, dropped by ``cleanup``."""
+    import psycopg
+    from psycopg import sql
+
+    server = os.environ.get("CHATKEEP_TEST_POSTGRES_URL") or _POSTGRES
+    try:
+        with psycopg.connect(server, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        service_unavailable(f"PostgreSQL is not reachable at {redact_url(server)}: {exc}")
+    schema = f"ck_test_{_token()}"
+
+    def drop() -> None:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+    cleanup.callback(drop)
+    return with_query(server, schema=schema)
+
+
+def redis_store_url(cleanup: ExitStack) -> str:
+    """A Redis store URL with a namespace of its own, whose keys ``cleanup`` deletes."""
+    import redis
+
+    server = os.environ.get("CHATKEEP_TEST_REDIS_URL") or _REDIS
+    try:
+        client = redis.Redis.from_url(server, socket_connect_timeout=2, socket_timeout=5)
+        client.ping()
+    except redis.RedisError as exc:
+        service_unavailable(f"Redis is not reachable at {redact_url(server)}: {exc}")
+    namespace = f"ck-test-{_token()}"
+
+    def erase() -> None:
+        try:
+            for key in client.scan_iter(match=f"*{namespace}*", count=1000):
+                client.unlink(key)
+        finally:
+            client.close()
+
+    cleanup.callback(erase)
+    return with_query(server, namespace=namespace)
+
+
+_MOTO_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "chatkeep-test-key",
+    "AWS_SECRET_ACCESS_KEY": "chatkeep-test-secret",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+def s3_store_url(cleanup: ExitStack) -> str:
+    """An ``s3://`` store URL on a moto server started here (stopped by ``cleanup``), or
+    under a fresh prefix of ``CHATKEEP_TEST_S3_URL``."""
+    configured = os.environ.get("CHATKEEP_TEST_S3_URL")
+    if configured:
+        parts = urlsplit(configured)
+        return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/t-{_token()}"))
+    try:
+        import boto3  # type: ignore[import-untyped]
+        from moto.server import ThreadedMotoServer
+    except ImportError as exc:
+        service_unavailable(f"moto[server] is needed for the S3 tests ({exc})")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    cleanup.callback(server.stop)
+    saved = {name: os.environ.get(name) for name in _MOTO_CREDENTIALS}
+    os.environ.update(_MOTO_CREDENTIALS)
+
+    def restore() -> None:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    cleanup.callback(restore)
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    bucket = f"chatkeep-{_token()}"
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=bucket)
+    return f"s3://{bucket}/t?{urlencode({'endpoint_url': endpoint, 'region': 'us-east-1'})}"
+
+
+def _listening(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5):
+        return True
+    return False
+
+
+def _connection_string(endpoint: str) -> str:
+    return (
+        f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+        f"BlobEndpoint={endpoint};"
+    )
+
+
+def _dev_account_answers(endpoint: str) -> bool:
+    from azure.storage.blob import BlobServiceClient
+
+    client = BlobServiceClient.from_connection_string(
+        _connection_string(endpoint), retry_total=0, connection_timeout=2, read_timeout=5
+    )
+    try:
+        client.get_service_properties()
+    except Exception:
+        return False
+    finally:
+        client.close()
+    return True
+
+
+def _azurite_binary(repo: Path) -> Path:
+    directory = Path(os.environ.get("CHATKEEP_AZURITE_DIR") or repo / ".cache" / "azurite")
+    binary = directory / "node_modules" / ".bin" / "azurite-blob"
+    if binary.exists():
+        return binary
+    found = shutil.which("azurite-blob")
+    if found:
+        return Path(found)
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError("Node.js and npm are needed to install Azurite (not on PATH)")
+    directory.mkdir(parents=True, exist_ok=True)
+    command = [npm, "install", "--prefix", str(directory), "azurite@3", "--no-audit", "--no-fund"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    if result.returncode != 0 or not binary.exists():
+        raise RuntimeError(f"npm install azurite@3 failed: {result.stderr[-800:]}")
+    return binary
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start_azurite(cleanup: ExitStack, workdir: Path, repo: Path) -> str:
+    binary = _azurite_binary(repo)
+    port = _free_port()
+    command = [
+        str(binary), "--blobHost", "127.0.0.1", "--blobPort", str(port),
+        "--location", str(workdir), "--skipApiVersionCheck", "--loose", "--silent",
+        "--disableTelemetry",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop() -> None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+    cleanup.callback(stop)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        if _listening(port):
+            return f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}"
+        time.sleep(0.1)
+    raise RuntimeError("Azurite did not start within 60 s")
+
+
+def azure_store_url(cleanup: ExitStack, workdir: Path, repo: Path | None = None) -> str:
+    """An ``azblob://`` store URL on a container of its own, on Azurite (the one on port
+    10000, else one started in ``workdir``), or under ``CHATKEEP_TEST_AZURE_BLOB_URL``
+    (an ``azblob://`` URL)."""
+    configured = os.environ.get("CHATKEEP_TEST_AZURE_BLOB_URL")
+    if configured and configured.startswith("azblob://"):
+        parts = urlsplit(configured)
+        return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/t-{_token()}"))
+    standard = f"http://127.0.0.1:10000/{AZURITE_ACCOUNT}"
+    try:
+        if _listening(10000) and _dev_account_answers(standard):
+            endpoint = standard
+        else:
+            endpoint = _start_azurite(cleanup, workdir, repo or Path.cwd())
+    except Exception as exc:
+        service_unavailable(f"no Azure Blob service for the tests: {exc}")
+    options = {"connection_string": _connection_string(endpoint), "api_version": "2021-12-02"}
+    return f"azblob://chatkeep-{_token()}/t?{urlencode(options, quote_via=quote)}"
