@@ -1,0 +1,179 @@
+"""``ChatkeepChatMessageHistory``: LangChain's ``BaseChatMessageHistory`` on any chatkeep
+store."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage
+
+from chatkeep.core import (
+    AppendConflict,
+    EncodeError,
+    Record,
+    Store,
+    ViewError,
+    check_session_id,
+    delete_session,
+    encode_message,
+    new_id,
+    open_store,
+    read_view,
+)
+from chatkeep.core.views import Checkpoint
+
+from .convert import from_chatkeep, to_chatkeep
+
+__all__ = ["ChatkeepChatMessageHistory"]
+
+_RETRIES = 64
+
+
+class ChatkeepChatMessageHistory(BaseChatMessageHistory):
+    """A LangChain chat message history kept in a chatkeep store, a drop-in for
+    ``SQLChatMessageHistory``, ``RedisChatMessageHistory`` or
+    ``PostgresChatMessageHistory``::
+
+        from chatkeep.langchain import ChatkeepChatMessageHistory
+
+        history = ChatkeepChatMessageHistory("user-42", url="redis://localhost:6379/0")
+        history.add_messages([HumanMessage("hi"), AIMessage("hello")])
+        history.messages  # [HumanMessage(content='hi'), AIMessage(content='hello')]
+
+    ``url``: a chatkeep store URL, opened for this history (closed by :meth:`close`);
+    ``store``: an open :class:`~chatkeep.core.Store` to share (left open); neither:
+    ``$CHATKEEP_URL``, else the embedded SQLite file. ``max_messages``: :attr:`messages`
+    returns only the newest N, read from the end of the log (the cost then follows N, not
+    the length of the conversation); a tool result whose call was cut off may lead.
+
+    Messages come back equal (LangChain's ``==``) to what was added: tool calls,
+    ``ToolMessage`` with ``status`` and ``artifact``, images, reasoning blocks, ``id``,
+    metadata. They are stored as chatkeep messages, so ``chatkeep.core.read_view`` and every
+    other chatkeep reader see the same conversation. Every method has a native async twin
+    (``aget_messages``, ``aadd_messages``, ``aclear``), which runs the store's blocking
+    API in a worker thread, so no event loop is ever tied to the store.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        url: str | None = None,
+        store: Store | None = None,
+        max_messages: int | None = None,
+    ) -> None:
+        super().__init__()
+        if url is not None and store is not None:
+            raise TypeError("give url= or store=, not both")
+        if store is not None and not isinstance(store, Store):
+            raise TypeError(f"store must be a chatkeep Store, not {type(store).__name__}")
+        if max_messages is not None and (type(max_messages) is not int or max_messages < 1):
+            raise ValueError("max_messages must be a positive int or None")
+        self.session_id: str = check_session_id(session_id)
+        self.max_messages = max_messages
+        self._owns_store = store is None
+        self._store: Store = store if store is not None else open_store(url)
+
+    @property
+    def store(self) -> Store:
+        """The chatkeep store holding this history."""
+        return self._store
+
+    def __repr__(self) -> str:
+        return f"ChatkeepChatMessageHistory({self.session_id!r}, store={self._store!r})"
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The conversation, oldest first (the newest ``max_messages`` when set)."""
+        view = read_view(self._store, self.session_id, limit=self.max_messages)
+        return [from_chatkeep(message) for message in view]
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async :attr:`messages`."""
+        return await asyncio.to_thread(lambda: self.messages)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append ``messages`` in one atomic store append (``[]``: nothing). A message that
+        cannot be stored (a non-JSON ``artifact``, say) raises ``EncodeError`` and nothing
+        of the batch is stored."""
+        records = self._records(messages)
+        if records:
+            self._store.append(self.session_id, records)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async :meth:`add_messages`."""
+        records = self._records(messages)
+        if records:
+            await asyncio.to_thread(self._store.append, self.session_id, records)
+
+    def _records(self, messages: Sequence[BaseMessage]) -> list[Record]:
+        records = []
+        for position, message in enumerate(messages):
+            record_id = new_id()
+            converted = to_chatkeep(message, message_id=record_id)
+            try:
+                data = encode_message(converted)
+            except EncodeError as exc:
+                raise EncodeError(
+                    f"message {position} of the batch cannot be stored: {exc}; nothing was added"
+                ) from exc
+            records.append(Record(record_id, data))
+        return records
+
+    # -- clearing and closing ----------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Remove every message: erased from the store where it can ``delete`` (forks of
+        the session keep their history), otherwise hidden from the view (the log keeps
+        it)."""
+        if self._store.supports("delete"):
+            delete_session(self._store, self.session_id)
+        else:
+            _hide(self._store, self.session_id)
+
+    async def aclear(self) -> None:
+        """Async :meth:`clear`."""
+        await asyncio.to_thread(self.clear)
+
+    def close(self) -> None:
+        """Close the store if this history opened it (``url=``). Idempotent."""
+        if self._owns_store:
+            self._store.close()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        if self._owns_store:
+            await self._store.aclose()
+
+
+def _hide(store: Store, session_id: str) -> None:
+    """Empty the view without deleting: one checkpoint that says "nothing before me",
+    appended only if the log still ends where it was read (retried otherwise)."""
+    conditional = store.supports("conditional")
+    for _attempt in range(_RETRIES):
+        last = store.read(session_id, -1)
+        if not last or not read_view(store, session_id, limit=1):
+            return
+        record = Checkpoint(last[0].id, 0, []).to_record()
+        if conditional:
+            try:
+                store.append_if(session_id, [record], after=last[0].id)
+            except AppendConflict:
+                continue
+            return
+        store.append(session_id, [record])
+        # Without a conditional append a writer may have landed in between, and then
+        # the checkpoint covers nothing (it is ignored): check, and go again.
+        tail = [entry.id for entry in store.read(session_id, -16)]
+        if record.id not in tail:
+            return
+        index = tail.index(record.id)
+        if index > 0 and tail[index - 1] == last[0].id:
+            return
+    raise ViewError(f"session {session_id!r} kept changing while it was being cleared")
