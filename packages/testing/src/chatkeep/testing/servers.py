@@ -12,6 +12,10 @@ service calls :func:`~chatkeep.testing.services.service_unavailable` (skip, or f
         url = s3_store_url(cleanup)              # a moto server started here
         url = azure_store_url(cleanup, workdir)  # Azurite on 10000, or one started here
 
+A conftest gets ready-made fixtures (``sqlite_url``, ``postgres_url``, ``redis_url``,
+``s3_url``, ``azure_url``, ``store_url`` and ``store`` parametrized over :data:`BACKENDS`,
+``sid``) with ``from chatkeep.testing.servers import *FIXTURE_NAMES``.
+
 Servers: ``CHATKEEP_TEST_POSTGRES_URL`` / ``CHATKEEP_TEST_REDIS_URL`` or the standard local
 ports; S3 is a moto server on a free loopback port (``moto[server]``); Azure Blob is
 Azurite on port 10000 if it answers as the development account, else one started from
@@ -27,17 +31,21 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from chatkeep.core import redact_url
+import pytest
+
+from chatkeep.core import Store, open_store, redact_url
 
 from .services import service_unavailable
 
 __all__ = [
     "AZURITE_ACCOUNT",
     "AZURITE_KEY",
+    "BACKENDS",
     "azure_store_url",
     "postgres_store_url",
     "redis_store_url",
@@ -248,3 +256,70 @@ def azure_store_url(cleanup: ExitStack, workdir: Path, repo: Path | None = None)
         service_unavailable(f"no Azure Blob service for the tests: {exc}")
     options = {"connection_string": _connection_string(endpoint), "api_version": "2021-12-02"}
     return f"azblob://chatkeep-{_token()}/t?{urlencode(options, quote_via=quote)}"
+
+
+# -- pytest fixtures: ``from chatkeep.testing.servers import FIXTURES`` in a conftest -------
+
+#: The backends ``store_url`` goes through (S3 and Azure have fixtures of their own).
+BACKENDS = ("sqlite", "postgres", "redis")
+
+
+@pytest.fixture(scope="session")
+def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A SQLite store URL (a file of this test run)."""
+    return f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'chats.db'}"
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL store URL on a schema of this test run."""
+    with ExitStack() as cleanup:
+        yield postgres_store_url(cleanup)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A Redis store URL with a namespace of this test run."""
+    with ExitStack() as cleanup:
+        yield redis_store_url(cleanup)
+
+
+@pytest.fixture(scope="session")
+def s3_url() -> Iterator[str]:
+    """An S3 store URL (a moto server of this test run)."""
+    with ExitStack() as cleanup:
+        yield s3_store_url(cleanup)
+
+
+@pytest.fixture(scope="session")
+def azure_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An Azure Blob store URL (Azurite)."""
+    checkout = Path(__file__).resolve().parents[5]  # a source checkout's root, if this is one
+    repo = checkout if (checkout / "packages" / "testing").is_dir() else Path.cwd()
+    with ExitStack() as cleanup:
+        yield azure_store_url(cleanup, tmp_path_factory.mktemp("azurite"), repo)
+
+
+@pytest.fixture(params=BACKENDS)
+def store_url(request: pytest.FixtureRequest) -> str:
+    """A store URL on each of :data:`BACKENDS` in turn (shared by the run: use ``sid``)."""
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    return url
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    """An open store on each backend in turn, closed after the test."""
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def sid() -> str:
+    """A fresh session id."""
+    return f"s-{secrets.token_hex(12)}"
+
+
+#: Every fixture above, for ``from chatkeep.testing.servers import *`` style imports.
+FIXTURES = (sqlite_url, postgres_url, redis_url, s3_url, azure_url, store_url, store, sid)
