@@ -178,7 +178,10 @@ BENCH_PEERS = [
     "aiosqlite",  # the Agents SDK's SQLAlchemy session on SQLite
     "moto[server]",  # --backends s3
 ]
-BENCH_MEMBERS = ["core", "sqlite", "redis", "postgres", "s3", "azure_blob"]
+BENCH_MEMBERS = [
+    *("core", "sqlite", "redis", "postgres", "s3", "azure_blob"),
+    *("openai_agents", "langchain"),  # the framework adapters' rows (benchmarks/.../adapters.py)
+]
 
 
 @nox.session  # not tagged ci: the full run takes ~10 minutes of the machine

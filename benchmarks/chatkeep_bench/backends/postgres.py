@@ -15,6 +15,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from chatkeep.core import new_id, redact_url
 
+from ..adapters import adapter_rows
 from ..peers import AgentsSessions, LangChainHistories, optional
 from ..variants import (
     AnyVariant,
@@ -369,6 +370,7 @@ def setup(context: Context) -> BackendRun:
     ]
     if context.peers:
         variants += _peers(url, schema, app)
+        variants += adapter_rows(lambda tag: chatkeep_url(f"{tag}_"))
 
     def cleanup() -> None:
         admin.execute(

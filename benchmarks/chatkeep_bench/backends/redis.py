@@ -14,6 +14,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from chatkeep.core import new_id, redact_url
 
+from ..adapters import adapter_rows
 from ..peers import AgentsSessions, LangChainHistories, MafProvider, optional
 from ..variants import (
     AnyVariant,
@@ -263,6 +264,7 @@ def setup(context: Context) -> BackendRun:
     ]
     if context.peers:
         variants += _peers(url, prefix, client)
+        variants += adapter_rows(lambda tag: _with_query(url, namespace=f"{prefix}{tag}:"))
 
     def cleanup() -> None:
         keys = list(client.scan_iter(match=f"*{prefix}*", count=1000))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from chatkeep.core import new_id
 
+from ..adapters import adapter_rows
 from ..peers import AgentsSessions, LangChainHistories, MafProvider, optional
 from ..variants import (
     AnyVariant,
@@ -234,6 +235,7 @@ def setup(context: Context) -> BackendRun:
     ]
     if context.peers:
         variants += _peers(folder, context.token)
+        variants += adapter_rows(lambda tag: f"sqlite:///{folder / f'adapter_{tag}.db'}")
     return BackendRun(
         "sqlite",
         "one file per variant in a temporary folder (WAL, synchronous=NORMAL)",

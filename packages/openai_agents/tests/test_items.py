@@ -265,3 +265,39 @@ def test_every_json_item_round_trips_through_a_store(item: dict[str, Any]) -> No
     message, back = through_store(item)
     assert back == [item]
     assert message.message_id == "rec-1"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(items, max_size=4))
+def test_the_fast_read_path_agrees_with_the_view(batch: list[dict[str, Any]]) -> None:
+    """get_items decodes plain records straight to items; the view path builds messages
+    first: both give back exactly what was added."""
+    import asyncio
+
+    from chatkeep.core import open_store
+    from chatkeep.openai_agents import ChatkeepSession
+
+    session = ChatkeepSession("s", store=open_store("memory://"))
+    asyncio.run(session.add_items(batch))  # type: ignore[arg-type]
+    fast = session._read_items(None)
+    slow = session._items(session._read(None), None)
+    assert fast == slow == batch
+
+
+def test_the_fast_read_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    import chatkeep.openai_agents.session as module
+    from chatkeep.core import open_store
+    from chatkeep.openai_agents import ChatkeepSession
+
+    session = ChatkeepSession("s", store=open_store("memory://"))
+    every = [USER, ASSISTANT, CALL, OUTPUT, REASONING, WEB_SEARCH, IMAGES]
+    asyncio.run(session.add_items(every))  # type: ignore[arg-type]
+
+    def no_view(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the view was walked")
+
+    monkeypatch.setattr(module, "read_view", no_view)
+    assert asyncio.run(session.get_items()) == every
+    assert asyncio.run(session.get_items(limit=2)) == [WEB_SEARCH, IMAGES]

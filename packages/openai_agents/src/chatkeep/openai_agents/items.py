@@ -126,24 +126,30 @@ def _part_to_content(part: Any) -> Content:
     return _opaque_part(part)
 
 
-def _content_to_part(content: Content) -> Any:
-    """The content part a content made by :func:`_part_to_content` came from."""
-    if isinstance(content, UnknownContent):
-        if content.type == UNKNOWN_TYPE and "part" in content.raw:
-            return content.raw["part"]
-        return content.raw
-    rest = content.additional_properties.get(ITEM_KEY)
+def _part_of(content: Mapping[str, Any]) -> Any:
+    """The content part a content made by :func:`_part_to_content` came from (``content``
+    in the codec's dict form), or ``None``."""
+    kind = content.get("type")
+    if kind == UNKNOWN_TYPE and "part" in content:
+        return content["part"]
+    properties = content.get("additional_properties")
+    rest = properties.get(ITEM_KEY) if isinstance(properties, dict) else None
     if not isinstance(rest, dict):
-        return _foreign_part(content)
-    kind = rest.get("type")
-    if isinstance(content, TextContent):
-        return {**rest, ("refusal" if kind == "refusal" else "text"): content.text}
-    if isinstance(content, DataContent):
-        key = "image_url" if kind == "input_image" else "file_data"
-        return {**rest, key: _data_uri(content.data, content.media_type)}
-    if isinstance(content, UriContent):
-        return {**rest, ("image_url" if kind == "input_image" else "file_url"): content.uri}
-    return _foreign_part(content)
+        return None
+    part_type = rest.get("type")
+    if kind == "text":
+        return {**rest, ("refusal" if part_type == "refusal" else "text"): content.get("text")}
+    if kind == "data":
+        return {
+            **rest,
+            ("image_url" if part_type == "input_image" else "file_data"): content.get("uri"),
+        }
+    if kind == "uri":
+        return {
+            **rest,
+            ("image_url" if part_type == "input_image" else "file_url"): content.get("uri"),
+        }
+    return None
 
 
 # -- items -> messages ----------------------------------------------------------------------
@@ -245,65 +251,115 @@ def item_to_message(item: Mapping[str, Any], *, message_id: str | None = None) -
 # -- messages -> items ----------------------------------------------------------------------
 
 
-def _item_of(message: Message) -> dict[str, Any] | None:
-    """The item a message made by :func:`item_to_message` stands for (``None`` if the
-    message was not made from an item)."""
-    kept = message.additional_properties.get(ITEM_KEY)
+def _plain_content(content: Content) -> dict[str, Any]:
+    """A content in the codec's dict form, its values left as they are (not tagged)."""
+    if isinstance(content, UnknownContent):
+        return content.raw
+    out: dict[str, Any]
+    if isinstance(content, TextContent):
+        out = {"type": "text", "text": content.text}
+    elif isinstance(content, FunctionCallContent):
+        out = {"type": "function_call", "call_id": content.call_id, "name": content.name}
+        out["arguments"] = content.arguments
+    elif isinstance(content, FunctionResultContent):
+        out = {"type": "function_result", "call_id": content.call_id, "result": content.result}
+    elif isinstance(content, DataContent):
+        out = {"type": "data", "uri": _data_uri(content.data, content.media_type)}
+        out["media_type"] = content.media_type
+    elif isinstance(content, UriContent):
+        out = {"type": "uri", "uri": content.uri, "media_type": content.media_type}
+    else:
+        out = {"type": "text_reasoning", "text": content.text}
+        out["protected_data"] = content.protected_data
+    out["additional_properties"] = content.additional_properties
+    return out
+
+
+def _plain(message: Message) -> dict[str, Any]:
+    """A message in the codec's dict form (what a record holds), values untagged."""
+    return {
+        "type": "message",
+        "role": message.role,
+        "contents": [_plain_content(content) for content in message.contents],
+        "additional_properties": message.additional_properties,
+    }
+
+
+def _only(contents: list[Any], kind: str) -> dict[str, Any] | None:
+    if len(contents) == 1 and isinstance(contents[0], dict) and contents[0].get("type") == kind:
+        return contents[0]
+    return None
+
+
+def item_of_dict(message: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The item a message made by :func:`item_to_message` stands for, from the message's
+    dict form (a decoded record, or :func:`_plain`); ``None`` if it was not made from an
+    item."""
+    properties = message.get("additional_properties")
+    kept = properties.get(ITEM_KEY) if isinstance(properties, dict) else None
     if not isinstance(kept, dict) or not isinstance(kept.get("item"), dict):
         return None
     how, residue = kept.get("as"), kept["item"]
     if how == _WHOLE:
         return dict(residue)
-    contents = message.contents
-    if how == _OPAQUE:
-        if len(contents) == 1 and isinstance(contents[0], UnknownContent):
-            raw = contents[0].raw.get("item")
-            if isinstance(raw, dict):
-                return dict(raw)
+    contents = message.get("contents")
+    if not isinstance(contents, list):
         return None
     built: dict[str, Any]
+    if how == _OPAQUE:
+        opaque = _only(contents, UNKNOWN_TYPE)
+        raw = opaque.get("item") if opaque is not None else None
+        return dict(raw) if isinstance(raw, dict) else None
     if how == _TEXT:
-        text = contents[0] if len(contents) == 1 else None
-        if not isinstance(text, TextContent):
+        text = _only(contents, "text")
+        if text is None:
             return None
-        built = {"role": message.role, "content": text.text}
+        built = {"role": message.get("role"), "content": text.get("text")}
     elif how == _PARTS:
-        built = {"role": message.role, "content": [_content_to_part(c) for c in contents]}
+        parts = [_part_of(c) if isinstance(c, dict) else None for c in contents]
+        if any(part is None for part in parts):
+            return None
+        built = {"role": message.get("role"), "content": parts}
     elif how == _CALL:
-        call = contents[0] if len(contents) == 1 else None
-        if not isinstance(call, FunctionCallContent):
+        call = _only(contents, "function_call")
+        if call is None:
             return None
-        built = {"call_id": call.call_id, "name": call.name}
-        if call.arguments is not None:
-            built["arguments"] = (
-                call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
-            )
+        built = {"call_id": call.get("call_id"), "name": call.get("name")}
+        arguments = call.get("arguments")
+        if arguments is not None:
+            built["arguments"] = arguments if isinstance(arguments, str) else json.dumps(arguments)
     elif how == _OUTPUT:
-        result = contents[0] if len(contents) == 1 else None
-        if not isinstance(result, FunctionResultContent):
+        result = _only(contents, "function_result")
+        if result is None:
             return None
-        built = {"call_id": result.call_id}
-        if result.result is not None:
-            built["output"] = result.result
+        built = {"call_id": result.get("call_id")}
+        if result.get("result") is not None:
+            built["output"] = result["result"]
     elif how == _REASONING:
-        reasoning = contents[0] if len(contents) == 1 else None
-        if not isinstance(reasoning, ReasoningContent):
+        reasoning = _only(contents, "text_reasoning")
+        if reasoning is None:
             return None
         built = {}
-        kept_parts = reasoning.additional_properties.get(ITEM_KEY)
+        extra = reasoning.get("additional_properties")
+        kept_parts = extra.get(ITEM_KEY) if isinstance(extra, dict) else None
         summary = kept_parts.get("summary") if isinstance(kept_parts, dict) else None
         if isinstance(summary, list):
-            texts = [] if reasoning.text is None else [reasoning.text]
+            text = reasoning.get("text")
+            texts = [] if text is None else [text]
             built["summary"] = [
-                {**part, "text": text} for part, text in zip(summary, texts, strict=False)
+                {**part, "text": value} for part, value in zip(summary, texts, strict=False)
             ]
-        if reasoning.protected_data is not None:
-            built["encrypted_content"] = reasoning.protected_data
+        if reasoning.get("protected_data") is not None:
+            built["encrypted_content"] = reasoning["protected_data"]
     else:
         return None
     item = dict(residue)  # in the item's own key order (taken keys are placeholders)
     item.update(built)
     return item
+
+
+def _item_of(message: Message) -> dict[str, Any] | None:
+    return item_of_dict(_plain(message))
 
 
 def message_to_items(message: Message) -> list[dict[str, Any]]:
@@ -321,6 +377,7 @@ def message_to_items(message: Message) -> list[dict[str, Any]]:
 
 
 def _foreign_part(content: Content) -> dict[str, Any] | None:
+    """A content of a message not made from an item, as a Responses input part."""
     if isinstance(content, TextContent):
         return {"type": "input_text", "text": content.text}
     if isinstance(content, DataContent):

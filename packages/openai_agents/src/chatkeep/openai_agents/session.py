@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -22,11 +23,12 @@ from chatkeep.core import (
     open_store,
     read_view,
 )
+from chatkeep.core.codec import MARKER
 from chatkeep.core.views._program import run
 
 from ._io import in_thread, session_lock, settled
-from ._log import hide_program, pop_program
-from .items import item_to_message, message_to_items
+from ._log import hide_program, plain_tail, pop_program
+from .items import item_of_dict, item_to_message, message_to_items
 
 __all__ = ["ChatkeepSession", "SessionClosed"]
 
@@ -38,6 +40,23 @@ class SessionClosed(ChatkeepError, RuntimeError):
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         super().__init__(f"ChatkeepSession {session_id!r} is closed; make a new one to go on")
+
+
+_TAGGED = f'"{MARKER}"'.encode()
+
+
+def _item_of_record(record: Record) -> dict[str, Any] | None:
+    """The item a record of this adapter holds, read without building a message; ``None``
+    when that takes the codec (tagged values) or the record is not one of ours."""
+    if _TAGGED in record.data:
+        return None
+    try:
+        raw = json.loads(record.data)
+    except ValueError:
+        return None
+    if not isinstance(raw, dict) or raw.get("message_id") not in (None, record.id):
+        return None
+    return item_of_dict(raw)
 
 
 def _limit(explicit: int | None, settings: SessionSettings | None) -> int | None:
@@ -123,8 +142,7 @@ class ChatkeepSession:
         count = _limit(limit, self.session_settings)
         if count == 0:
             return []
-        messages = await in_thread(self._read, count)
-        return self._items(messages, count)
+        return await in_thread(self._read_items, count)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append ``items`` to the history in one atomic store append (``[]``: nothing)."""
@@ -196,6 +214,22 @@ class ChatkeepSession:
 
     def _read(self, count: int | None) -> list[Message]:
         return read_view(self._store, self.session_id, limit=count)
+
+    def _read_items(self, count: int | None) -> list[TResponseInputItem]:
+        # The fast path: plain message records decoded straight to items (no Message
+        # objects); anything else (control records, tagged values, messages other
+        # chatkeep code wrote, damage) goes through the view, which reports damage.
+        records = plain_tail(self._store, self.session_id, count)
+        if records is not None:
+            items: list[Any] = []
+            for record in records:
+                item = _item_of_record(record)
+                if item is None:
+                    break
+                items.append(item)
+            else:
+                return cast(list[TResponseInputItem], items)
+        return self._items(self._read(count), count)
 
     @staticmethod
     def _items(messages: Sequence[Message], count: int | None) -> list[TResponseInputItem]:
