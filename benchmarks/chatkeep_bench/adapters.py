@@ -59,9 +59,9 @@ def adapter_rows(url_for: Callable[[str], str]) -> list[AnyVariant | Unavailable
     """The adapter rows for one backend (a "not installed" row where an adapter is not)."""
     return [
         optional(AGENTS, ["agents", "chatkeep.openai_agents"], "chatkeep-openai-agents",
-                 lambda: _agents(url_for("agents"))),
+                 lambda: _agents(url_for("ad-agents"))),
         optional(LANGCHAIN, ["langchain_core", "chatkeep.langchain"], "chatkeep-langchain",
-                 lambda: _langchain(url_for("lc"), LANGCHAIN, None)),
+                 lambda: _langchain(url_for("ad-lc"), LANGCHAIN, None)),
         optional(LANGCHAIN_WINDOW, ["langchain_core", "chatkeep.langchain"], "chatkeep-langchain",
-                 lambda: _langchain(url_for("lcw"), LANGCHAIN_WINDOW, 50)),
+                 lambda: _langchain(url_for("ad-lcw"), LANGCHAIN_WINDOW, 50)),
     ]  # fmt: skip

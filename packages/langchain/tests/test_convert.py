@@ -259,3 +259,36 @@ def test_every_message_round_trips_through_a_store(message: BaseMessage) -> None
     stored, back = through_store(message)
     assert back == message
     assert stored.message_id == "rec-1"
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(messages, max_size=4))
+def test_the_fast_read_path_agrees_with_the_view(batch: list[BaseMessage]) -> None:
+    """``messages`` decodes plain records straight to LangChain messages; the view path
+    builds chatkeep messages first: both give back what was added."""
+    from chatkeep.core import open_store, read_view
+    from chatkeep.langchain import ChatkeepChatMessageHistory
+
+    store = open_store("memory://")
+    history = ChatkeepChatMessageHistory("s", store=store)
+    history.add_messages(batch)
+    slow = [from_chatkeep(message) for message in read_view(store, "s")]
+    assert history.messages == slow == batch
+
+
+def test_the_fast_read_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    import chatkeep.langchain.history as module
+    from chatkeep.core import open_store
+    from chatkeep.langchain import ChatkeepChatMessageHistory
+
+    history = ChatkeepChatMessageHistory("s", store=open_store("memory://"))
+    every = [case[0] for case in CASES]
+    history.add_messages(every)
+
+    def no_view(*_: object, **__: object) -> None:
+        raise AssertionError("the view was walked")
+
+    monkeypatch.setattr(module, "read_view", no_view)
+    assert history.messages == every
+    window = ChatkeepChatMessageHistory("s", store=history.store, max_messages=2)
+    assert window.messages == every[-2:]

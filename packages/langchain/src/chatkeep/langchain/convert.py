@@ -61,7 +61,7 @@ from chatkeep.core import (
     UriContent,
 )
 
-__all__ = ["MESSAGE_KEY", "UNKNOWN_TYPE", "from_chatkeep", "to_chatkeep"]
+__all__ = ["MESSAGE_KEY", "UNKNOWN_TYPE", "from_chatkeep", "from_dict", "to_chatkeep"]
 
 #: The ``additional_properties`` key holding what a chatkeep message does not model.
 MESSAGE_KEY = "langchain"
@@ -184,38 +184,39 @@ def _fill(rest: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _content_to_block(content: Content) -> Any:
-    if isinstance(content, UnknownContent):
-        if content.type == UNKNOWN_TYPE and "block" in content.raw:
-            return content.raw["block"]
-        return None
-    rest = content.additional_properties.get(MESSAGE_KEY)
-    if isinstance(content, TextContent):
+def _block_of(content: Mapping[str, Any]) -> Any:
+    """The content block a content made by :func:`_block_to_content` came from (the
+    content in the codec's dict form); ``_MISSING`` if it was not made from one."""
+    kind = content.get("type")
+    if kind == UNKNOWN_TYPE and "block" in content:
+        return content["block"]
+    properties = content.get("additional_properties")
+    rest = properties.get(MESSAGE_KEY) if isinstance(properties, dict) else None
+    if kind == "text":
         if rest is None:
-            return content.text
-        return _fill(rest, {"text": content.text}) if isinstance(rest, dict) else None
+            return content.get("text")  # a bare string in a content list
+        return _fill(rest, {"text": content.get("text")}) if isinstance(rest, dict) else _MISSING
     if not isinstance(rest, dict):
-        return _foreign_block(content)
-    if isinstance(content, ReasoningContent):
+        return _MISSING
+    if kind == "text_reasoning":
         key = "thinking" if rest.get("type") == "thinking" else "reasoning"
-        return _fill(rest, {key: content.text, "signature": content.protected_data})
-    if isinstance(content, (DataContent, UriContent)) and rest.get("type") == "image_url":
+        return _fill(rest, {key: content.get("text"), "signature": content.get("protected_data")})
+    uri = content.get("uri")
+    if kind in ("data", "uri") and rest.get("type") == "image_url":
         out = dict(rest)
-        uri = content.uri if isinstance(content, UriContent) else _uri_of(content)
         inner = rest.get("image_url")
         out["image_url"] = uri if inner is None else {**inner, "url": uri}
         return out
-    if isinstance(content, DataContent):
+    if kind == "data" and isinstance(uri, str):
         key = "data" if rest.get("source_type") == "base64" else "base64"
-        encoded = base64.b64encode(content.data).decode("ascii")
-        return _fill(rest, {key: encoded, "mime_type": content.media_type})
-    if isinstance(content, UriContent):
-        return _fill(rest, {"url": content.uri, "mime_type": content.media_type})
-    return None
+        payload = uri.partition(",")[2]  # the codec's data URI holds the base64 text
+        return _fill(rest, {key: payload, "mime_type": content.get("media_type")})
+    if kind == "uri":
+        return _fill(rest, {"url": uri, "mime_type": content.get("media_type")})
+    return _MISSING
 
 
-def _uri_of(content: DataContent) -> str:
-    return f"data:{content.media_type};base64,{base64.b64encode(content.data).decode('ascii')}"
+_MISSING: Any = object()
 
 
 # -- messages -------------------------------------------------------------------------------
@@ -297,43 +298,93 @@ def _is_call(call: Any) -> bool:
     )
 
 
-def _rebuild(message: Message) -> BaseMessage | None:
-    kept = message.additional_properties.get(MESSAGE_KEY)
+def _plain_content(content: Content) -> dict[str, Any]:
+    """A content in the codec's dict form, its values left as they are (not tagged)."""
+    if isinstance(content, UnknownContent):
+        return content.raw
+    out: dict[str, Any]
+    if isinstance(content, TextContent):
+        out = {"type": "text", "text": content.text}
+    elif isinstance(content, FunctionCallContent):
+        out = {"type": "function_call", "call_id": content.call_id, "name": content.name}
+        out["arguments"] = content.arguments
+    elif isinstance(content, FunctionResultContent):
+        out = {"type": "function_result", "call_id": content.call_id, "result": content.result}
+    elif isinstance(content, DataContent):
+        encoded = base64.b64encode(content.data).decode("ascii")
+        out = {"type": "data", "uri": f"data:{content.media_type};base64,{encoded}"}
+        out["media_type"] = content.media_type
+    elif isinstance(content, UriContent):
+        out = {"type": "uri", "uri": content.uri, "media_type": content.media_type}
+    else:
+        out = {"type": "text_reasoning", "text": content.text}
+        out["protected_data"] = content.protected_data
+    out["additional_properties"] = content.additional_properties
+    return out
+
+
+def _plain(message: Message) -> dict[str, Any]:
+    """A message in the codec's dict form (what a record holds), values untagged."""
+    return {
+        "type": "message",
+        "role": message.role,
+        "contents": [_plain_content(content) for content in message.contents],
+        "author_name": message.author_name,
+        "additional_properties": message.additional_properties,
+    }
+
+
+def from_dict(message: Mapping[str, Any]) -> BaseMessage | None:
+    """The LangChain message a chatkeep message made by :func:`to_chatkeep` stands for,
+    from the message's dict form (a decoded record); ``None`` if it was not made from a
+    LangChain message."""
+    properties = message.get("additional_properties")
+    kept = properties.get(MESSAGE_KEY) if isinstance(properties, dict) else None
     if not isinstance(kept, dict):
         return None
     if kept.get("type") == _WHOLE:
         return messages_from_dict([kept["message"]])[0]
     kind, form, data = kept.get("type"), kept.get("content"), kept.get("data")
-    if not isinstance(kind, str) or not isinstance(data, dict):
+    contents = message.get("contents")
+    if not isinstance(kind, str) or not isinstance(data, dict) or not isinstance(contents, list):
         return None
     out = dict(data)
-    calls = [c for c in message.contents if isinstance(c, FunctionCallContent)]
-    others = [c for c in message.contents if not isinstance(c, FunctionCallContent)]
+    calls = [c for c in contents if isinstance(c, dict) and c.get("type") == "function_call"]
+    others = [c for c in contents if not (isinstance(c, dict) and c.get("type") == "function_call")]
     if form == "text":
-        if len(others) != 1 or not isinstance(others[0], TextContent):
+        if len(others) != 1 or others[0].get("type") != "text":
             return None
-        out["content"] = others[0].text
+        out["content"] = others[0].get("text")
     elif form == "blocks":
-        out["content"] = [_content_to_block(content) for content in others]
-    elif form == "result":
-        if len(others) != 1 or not isinstance(others[0], FunctionResultContent):
+        blocks = [_block_of(content) for content in others]
+        if any(block is _MISSING for block in blocks):
             return None
-        out["content"] = others[0].result
-        out["tool_call_id"] = others[0].call_id
+        out["content"] = blocks
+    elif form == "result":
+        if len(others) != 1 or others[0].get("type") != "function_result":
+            return None
+        out["content"] = others[0].get("result")
+        out["tool_call_id"] = others[0].get("call_id")
     if calls:
         out["tool_calls"] = [_call_of(call) for call in calls]
-    if message.author_name is not None:
-        out["name"] = message.author_name
+    author = message.get("author_name")
+    if author is not None:
+        out["name"] = author
     if kind in ("chat", "ChatMessageChunk") and "role" not in out:
-        out["role"] = message.role
+        out["role"] = message.get("role")
     return messages_from_dict([{"type": kind, "data": out}])[0]
 
 
-def _call_of(call: FunctionCallContent) -> dict[str, Any]:
-    rest = call.additional_properties.get(MESSAGE_KEY)
-    values: dict[str, Any] = {"name": call.name, "args": call.arguments}
-    if call.call_id:  # an empty call id stands for a call LangChain gave no id
-        values["id"] = call.call_id
+def _rebuild(message: Message) -> BaseMessage | None:
+    return from_dict(_plain(message))
+
+
+def _call_of(call: Mapping[str, Any]) -> dict[str, Any]:
+    properties = call.get("additional_properties")
+    rest = properties.get(MESSAGE_KEY) if isinstance(properties, dict) else None
+    values: dict[str, Any] = {"name": call.get("name"), "args": call.get("arguments")}
+    if call.get("call_id"):  # an empty call id stands for a call LangChain gave no id
+        values["id"] = call["call_id"]
     return _fill(rest if isinstance(rest, dict) else {}, values)
 
 

@@ -4,6 +4,7 @@ store."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 
 from langchain_core.chat_history import BaseChatMessageHistory
@@ -22,9 +23,10 @@ from chatkeep.core import (
     open_store,
     read_view,
 )
+from chatkeep.core.codec import MARKER
 from chatkeep.core.views import Checkpoint
 
-from .convert import from_chatkeep, to_chatkeep
+from .convert import from_chatkeep, from_dict, to_chatkeep
 
 __all__ = ["ChatkeepChatMessageHistory"]
 
@@ -89,6 +91,19 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The conversation, oldest first (the newest ``max_messages`` when set)."""
+        # The fast path: plain message records decoded straight to LangChain messages;
+        # anything else (control records, tagged values, messages other chatkeep code
+        # wrote, damage) goes through the view, which reports damage with its position.
+        records = _plain_tail(self._store, self.session_id, self.max_messages)
+        if records is not None:
+            out = []
+            for record in records:
+                message = _from_record(record)
+                if message is None:
+                    break
+                out.append(message)
+            else:
+                return out
         view = read_view(self._store, self.session_id, limit=self.max_messages)
         return [from_chatkeep(message) for message in view]
 
@@ -150,6 +165,45 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
         """Async :meth:`close`."""
         if self._owns_store:
             await self._store.aclose()
+
+
+_MESSAGE_HEAD = b'{"type":"message"'
+_TAGGED = f'"{MARKER}"'.encode()
+_FULL_CHUNK = 2048
+
+
+def _plain_tail(store: Store, session_id: str, limit: int | None) -> list[Record] | None:
+    """The records of the view's newest ``limit`` messages (all with ``None``) when they
+    are plain message records that no control record follows, else ``None``: a retract
+    or checkpoint only changes what is before it, so a tail of message records is the
+    tail of the view. One read for a window or up to 2,048 records, two beyond."""
+    size = limit if limit is not None else _FULL_CHUNK
+    tail = store.read(session_id, -size)
+    if not all(record.data.startswith(_MESSAGE_HEAD) for record in tail):
+        return None
+    if limit is not None or len(tail) < size:
+        return tail
+    whole = store.read(session_id)
+    if not all(record.data.startswith(_MESSAGE_HEAD) for record in whole):
+        return None
+    return whole
+
+
+def _from_record(record: Record) -> BaseMessage | None:
+    """The LangChain message a record of this adapter holds, without building a chatkeep
+    message; ``None`` when that needs the codec or the record is not one of ours."""
+    if _TAGGED in record.data:
+        return None
+    try:
+        raw = json.loads(record.data)
+    except ValueError:
+        return None
+    if not isinstance(raw, dict) or raw.get("message_id") not in (None, record.id):
+        return None
+    try:
+        return from_dict(raw)
+    except (TypeError, ValueError, KeyError):
+        return None
 
 
 def _hide(store: Store, session_id: str) -> None:
