@@ -370,7 +370,7 @@ def setup(context: Context) -> BackendRun:
     ]
     if context.peers:
         variants += _peers(url, schema, app)
-        variants += adapter_rows(lambda tag: chatkeep_url(f"{tag.replace("-", "_")}_"))
+        variants += adapter_rows(lambda tag: chatkeep_url(tag.replace("-", "_") + "_"))
 
     def cleanup() -> None:
         admin.execute(
