@@ -89,7 +89,7 @@ def redis_namespace(redis_run_namespace: str) -> str:
 @pytest.fixture
 def redis_store_url(redis_url: str, redis_namespace: str) -> str:
     """The real Redis URL with this test's namespace."""
-    return with_option(redis_url, "namespace", redis_namespace)
+    return with_option(redis_url, "key_prefix", redis_namespace)
 
 
 # -- a throwaway Redis Cluster -------------------------------------------------------------
@@ -231,7 +231,7 @@ def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
 def redis_cluster_store_url(redis_cluster_url: str) -> Iterator[str]:
     """The cluster URL with a fresh namespace, erased after the test."""
     namespace = f"chatkeep-test-{uuid.uuid4().hex[:12]}:"
-    yield with_option(redis_cluster_url, "namespace", namespace)
+    yield with_option(redis_cluster_url, "key_prefix", namespace)
     client = redis.cluster.RedisCluster.from_url(redis_cluster_url.replace("+cluster", "", 1))
     erase_namespace(client, namespace)
     client.close()

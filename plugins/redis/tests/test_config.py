@@ -11,13 +11,15 @@ import redis.exceptions
 from chatkeep.core import StoreUnavailable
 from chatkeep.redis import InvalidOption, RedisStore
 from chatkeep.redis.config import parse_settings
+from chatkeep.redis.faults import Faults
 from chatkeep.redis.retrying import RetryPolicy
 
 
 def test_defaults() -> None:
     settings = parse_settings("redis://127.0.0.1:6379/0")
     assert settings.cluster is False
-    assert settings.namespace == "chatkeep:"
+    assert settings.key_prefix == "chatkeep:"
+    assert settings.namespace is None
     assert settings.ttl_ms is None
     assert (settings.pool_size, settings.retries, settings.scan_count) == (50, 3, 1000)
     assert settings.driver_url == "redis://127.0.0.1:6379/0"
@@ -25,10 +27,11 @@ def test_defaults() -> None:
 
 def test_chatkeep_options_come_out_of_the_query_and_the_rest_go_to_redis_py() -> None:
     settings = parse_settings(
-        "rediss://u:p%40ss@h:7000/2?namespace=app%3A&ttl=1.5&pool_size=7&retries=0"
-        "&client_name=chat&ssl_cert_reqs=none"
+        "rediss://u:p%40ss@h:7000/2?key_prefix=app%3A&namespace=acme%2Feu&ttl=1.5"
+        "&pool_size=7&retries=0&client_name=chat&ssl_cert_reqs=none"
     )
-    assert settings.namespace == "app:"
+    assert settings.key_prefix == "app:"
+    assert settings.namespace == "acme/eu"  # the query is decoded once (URL syntax)
     assert settings.ttl_ms == 1500
     assert settings.pool_size == 7
     assert settings.retries == 0
@@ -39,10 +42,60 @@ def test_chatkeep_options_come_out_of_the_query_and_the_rest_go_to_redis_py() ->
 
 def test_keywords_win_over_the_query() -> None:
     settings = parse_settings(
-        "redis://h?namespace=a:&ttl=5", namespace="b:", ttl=timedelta(minutes=1)
+        "redis://h?namespace=a&key_prefix=x:&ttl=5",
+        namespace="b",
+        key_prefix="y:",
+        ttl=timedelta(minutes=1),
     )
-    assert settings.namespace == "b:"
+    assert (settings.namespace, settings.key_prefix) == ("b", "y:")
     assert settings.ttl_ms == 60_000
+
+
+def test_keywords_are_taken_literally() -> None:
+    with pytest.raises(InvalidOption, match="invalid namespace"):
+        parse_settings("redis://h", namespace="acme%2Feu")  # no decoding of keywords
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"colour": "blue"},
+        {"decode_responses": True},  # would break binary records: chatkeep sets it
+        {"max_connections": 3},  # chatkeep's pool_size is the one knob
+    ],
+)
+def test_unknown_or_reserved_options_are_refused_when_opened(options: dict[str, object]) -> None:
+    with pytest.raises(InvalidOption, match=next(iter(options))):
+        RedisStore("redis://127.0.0.1:1/0", **options)  # type: ignore[arg-type]
+    query = "&".join(f"{key}={value}" for key, value in options.items())
+    with pytest.raises(InvalidOption, match=next(iter(options))):
+        RedisStore(f"redis://127.0.0.1:1/0?{query}")
+
+
+def test_redis_py_options_are_accepted() -> None:
+    settings = parse_settings("redis://h?client_name=app&health_check_interval=30", username="u")
+    assert settings.driver_options == {"username": "u"}
+    parse_settings("redis+cluster://h", read_from_replicas=False)
+
+
+@pytest.mark.parametrize(
+    ("options", "secret"),
+    [
+        ({"password": "kw-secret"}, "kw-secret"),
+        ({"ssl_password": "key-secret"}, "key-secret"),
+    ],
+)
+def test_keyword_credentials_are_secrets(options: dict[str, str], secret: str) -> None:
+    settings = parse_settings("rediss://h", **options)
+    assert secret in settings.secrets
+    store = RedisStore("rediss://h", **options)
+    assert secret not in repr(store)
+    store.close()
+
+
+def test_query_password_is_a_secret() -> None:
+    settings = parse_settings("redis://h?password=q-secret")
+    assert "q-secret" in settings.secrets and "q-secret" not in settings.redacted_url
 
 
 def test_cluster_urls_with_several_seeds() -> None:
@@ -62,7 +115,9 @@ def test_cluster_urls_with_several_seeds() -> None:
         ("redis://h?ttl=0", "positive"),
         ("redis://h?pool_size=0", ">= 1"),
         ("redis://h?retries=-1", ">= 0"),
-        ("redis://h?namespace=%7Bx", "hash tag"),
+        ("redis://h?key_prefix=%7Bx", "hash tag"),
+        ("redis://h?namespace=%7Bx", "invalid namespace"),
+        ("redis://h?namespace=a//b", "invalid namespace"),
         ("redis+cluster://h:notaport", "invalid port"),
     ],
 )
@@ -86,8 +141,10 @@ def test_bad_option_types() -> None:
 
 
 def test_repr_shows_no_password() -> None:
-    store = RedisStore("redis://admin:hunter2@127.0.0.1:1/0", namespace="t:")
-    assert repr(store) == "<RedisStore url='redis://admin:***@127.0.0.1:1/0' namespace='t:'>"
+    store = RedisStore("redis://admin:hunter2@127.0.0.1:1/0", namespace="t")
+    assert repr(store) == (
+        "<RedisStore url='redis://admin:***@127.0.0.1:1/0' key_prefix='chatkeep:' namespace='t'>"
+    )
     store.close()
 
 
@@ -115,7 +172,7 @@ def test_policy_retries_then_succeeds() -> None:
 
 
 def test_policy_gives_up_with_store_unavailable(caplog: pytest.LogCaptureFixture) -> None:
-    policy = RetryPolicy(retries=2, backoff=0, describe="redis://h", secrets=("hunter2",))
+    policy = RetryPolicy(retries=2, backoff=0, faults=Faults("redis://h", ("hunter2",)))
 
     def dead() -> None:
         raise redis.exceptions.TimeoutError("timeout talking to hunter2")

@@ -158,8 +158,10 @@ def proxy(redis_url: str) -> Iterator[FaultyProxy]:
 
 
 @pytest.fixture
-def via_proxy(proxy: FaultyProxy, redis_namespace: str) -> str:
-    return f"redis://127.0.0.1:{proxy.port}/0?namespace={redis_namespace}"
+def via_proxy(proxy: FaultyProxy, redis_url: str, redis_namespace: str) -> str:
+    # The same database as the server under test (CHATKEEP_TEST_REDIS_URL may name one).
+    database = redis.connection.parse_url(redis_url).get("db", 0)
+    return f"redis://127.0.0.1:{proxy.port}/{database}?key_prefix={redis_namespace}"
 
 
 @pytest.fixture
@@ -172,7 +174,7 @@ def direct(redis_store_url: str) -> Iterator[RedisStore]:
 
 @pytest.fixture
 def redis_store_url_for(redis_url: str, redis_namespace: str) -> str:
-    return f"{redis_url.split('?', maxsplit=1)[0]}?namespace={redis_namespace}"
+    return f"{redis_url.split('?', maxsplit=1)[0]}?key_prefix={redis_namespace}"
 
 
 def test_lost_append_reply_is_retried_without_duplicates(
@@ -232,7 +234,7 @@ def test_connection_torn_down_under_an_async_command_is_retried(
 
     async def main() -> None:
         await store.aappend(session, batch("a"))  # makes this loop's client
-        client = backend._handle().client
+        client = backend._async._handle().client
         real = client.execute_command
         faults = [1, 1]
 
@@ -263,7 +265,7 @@ def test_other_attribute_errors_are_not_mistaken_for_lost_connections(
 
     async def main() -> None:
         await store.aappend(sid(), batch("a"))
-        client = backend._handle().client
+        client = backend._async._handle().client
 
         async def broken(*args: Any, **kwargs: Any) -> Any:
             elsewhere(None)
@@ -390,7 +392,7 @@ def _everything_shown(exc: BaseException) -> str:
 def test_password_never_shown_when_the_server_is_unreachable(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    url = f"redis://alice:{ENCODED_PASSWORD}@127.0.0.1:{_closed_port()}/0?namespace=x:"
+    url = f"redis://alice:{ENCODED_PASSWORD}@127.0.0.1:{_closed_port()}/0?key_prefix=x:"
     backend = RedisStore(url, retries=2, retry_backoff=0.01)
     store = Store(backend, name="redis", url=url)  # as open_store would, but unredacted
     caplog.set_level(logging.DEBUG)
@@ -485,7 +487,7 @@ def fake_store() -> Iterator[tuple[RedisStore, Any, Any]]:
     FlakyConnection.faults = {}
     FlakyConnection.lost = []
     server = fakeredis.FakeServer()
-    store = RedisStore("redis://fake:6379/0", namespace="unit:", **FAST)
+    store = RedisStore("redis://fake:6379/0", key_prefix="unit:", **FAST)
     # Unit-level injection: the store's (lazily made) blocking client is a fake one.
     store._client = fakeredis.FakeRedis(
         server=server, connection_class=FlakyConnection, retry=Retry(NoBackoff(), 0)

@@ -12,7 +12,16 @@ from chatkeep.core import backends, open_store
 from chatkeep.core.plugins import reset_plugins
 from chatkeep.redis import RedisStore
 
-CAPABILITIES = {"delete", "list_sessions", "close", "ttl", "shared", "durable"}
+CAPABILITIES = {
+    "delete",
+    "list_sessions",
+    "close",
+    "ttl",
+    "shared",
+    "durable",
+    "conditional",
+    "namespace",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -50,10 +59,10 @@ def test_every_scheme_opens_a_redis_store(url: str, cluster: bool) -> None:
 
 
 def test_open_by_name_with_options() -> None:
-    store = open_store("redis", url="redis://127.0.0.1:1/0", namespace="n:", ttl=60)
+    store = open_store("redis", url="redis://127.0.0.1:1/0", namespace="n", ttl=60)
     backend = store.backend
     assert isinstance(backend, RedisStore)
-    assert backend.namespace == "n:" and backend.ttl is not None
+    assert backend.namespace == "n" and backend.ttl is not None
     store.close()
 
 
@@ -61,5 +70,14 @@ def test_plugin_discovery_does_not_import_the_driver() -> None:
     code = (
         "import sys, chatkeep.redis.plugin, chatkeep.redis; "
         "assert 'redis' not in sys.modules, 'redis-py imported at discovery'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_listing_backends_and_opening_another_store_do_not_import_the_driver() -> None:
+    code = (
+        "import sys; from chatkeep.core import backends, open_store; "
+        "assert 'redis' in backends(); open_store('memory://').read('s'); "
+        "assert 'redis' not in sys.modules, sorted(m for m in sys.modules if 'redis' in m)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

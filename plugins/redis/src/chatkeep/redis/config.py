@@ -7,11 +7,17 @@ URL forms::
     redis+cluster://[[user]:password@]host[:port][,host[:port]...][?option=value&...]
     rediss+cluster://...                                TLS to a Redis Cluster
 
-chatkeep's own options (``namespace``, ``ttl``, ``pool_size``, ``pool_timeout``,
-``socket_timeout``, ``socket_connect_timeout``, ``retries``, ``retry_backoff``,
-``retry_backoff_max``, ``scan_count``) may be given in the query string or as keyword
-arguments (keywords win). Any other query parameter is handed to redis-py, which knows
-options such as ``ssl_cert_reqs`` or ``client_name``.
+chatkeep's own options (``namespace``, ``key_prefix``, ``ttl``, ``pool_size``,
+``pool_timeout``, ``socket_timeout``, ``socket_connect_timeout``, ``retries``,
+``retry_backoff``, ``retry_backoff_max``, ``scan_count``) may be given in the query string
+or as keyword arguments (keywords win). Any other option must be one redis-py's clients
+accept (``ssl_cert_reqs``, ``client_name``, ...) and is handed to it; anything else raises
+:class:`~chatkeep.core.errors.InvalidOption` when the store is opened, never later.
+
+``namespace`` is chatkeep's portable tenant option (``chatkeep.core.backend.check_namespace``);
+``key_prefix`` (default ``chatkeep:``) is the raw prefix of every key, for keeping several
+applications apart in one database. A query value is percent-decoded once (URL syntax); a
+keyword is taken literally.
 """
 
 from __future__ import annotations
@@ -22,14 +28,21 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
-from chatkeep.core import redact_url
+from chatkeep.core.backend import InvalidOption, check_namespace, redact_url
 
-from .errors import InvalidOption
-
-__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_URL", "SCHEMES", "Settings", "parse_settings"]
+__all__ = [
+    "DEFAULT_KEY_PREFIX",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_URL",
+    "SCHEMES",
+    "Settings",
+    "parse_settings",
+]
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
-DEFAULT_NAMESPACE = "chatkeep:"
+DEFAULT_KEY_PREFIX = "chatkeep:"
+#: Kept for code that imported it: the default key prefix (the 0.1 meaning of "namespace").
+DEFAULT_NAMESPACE = DEFAULT_KEY_PREFIX
 
 #: URL scheme -> (cluster?, TLS?)
 SCHEMES: dict[str, tuple[bool, bool]] = {
@@ -47,7 +60,65 @@ _FLOATS = (
     "retry_backoff_max",
 )
 _INTS = ("pool_size", "retries", "scan_count")
-OPTION_NAMES = frozenset({"namespace", "ttl", *_FLOATS, *_INTS})
+OPTION_NAMES = frozenset({"namespace", "key_prefix", "ttl", *_FLOATS, *_INTS})
+
+#: redis-py options chatkeep sets itself: changing them would break the store.
+_RESERVED_DRIVER_OPTIONS = frozenset(
+    {
+        "host",
+        "port",
+        "db",
+        "url",
+        "path",
+        "decode_responses",
+        "encoding",
+        "encoding_errors",
+        "connection_pool",
+        "connection_pool_class",
+        "retry",
+        "retry_on_timeout",
+        "retry_on_error",
+        "cluster_error_retry_attempts",
+        "startup_nodes",
+        "single_connection_client",
+        "max_connections",
+        "reinitialize_steps",
+        "protocol",
+        "legacy_responses",
+    }
+)
+#: Option names whose values are credentials (kept out of every message).
+_SECRET_DRIVER_OPTIONS = frozenset({"password", "ssl_password", "username"})
+
+
+def _driver_option_names(cluster: bool) -> frozenset[str]:
+    """Every keyword redis-py's clients and connections accept (read off their signatures,
+    so a new redis-py release keeps working)."""
+    import inspect
+
+    import redis
+    import redis.asyncio.cluster
+    import redis.cluster
+    import redis.connection
+
+    functions: list[Any] = [
+        redis.Redis.__init__,
+        redis.connection.AbstractConnection.__init__,
+        redis.connection.Connection.__init__,
+        redis.connection.SSLConnection.__init__,
+    ]
+    if cluster:
+        functions += [
+            redis.cluster.RedisCluster.__init__,
+            redis.asyncio.cluster.RedisCluster.__init__,
+        ]
+    names: set[str] = set()
+    for function in functions:
+        for name, parameter in inspect.signature(function).parameters.items():
+            if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL):
+                names.add(name)
+    names.discard("self")
+    return frozenset(names - _RESERVED_DRIVER_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -63,7 +134,10 @@ class Settings:
     seeds: tuple[tuple[str, int], ...]
     #: The URL as it may be shown: password replaced by ``***``.
     redacted_url: str
-    namespace: str
+    #: The raw prefix of every key (``chatkeep:``).
+    key_prefix: str
+    #: The tenant (``None``: the default namespace).
+    namespace: str | None
     ttl_ms: int | None
     pool_size: int
     pool_timeout: float
@@ -122,9 +196,16 @@ def _parse_host(text: str, default_port: int = 6379) -> tuple[str, int]:
 
 def _tuning(ours: dict[str, object]) -> dict[str, Any]:
     """Validate chatkeep's own options, filling in the defaults."""
-    namespace = ours.get("namespace", DEFAULT_NAMESPACE)
-    if not isinstance(namespace, str):
-        raise InvalidOption(f"namespace must be a str, not {type(namespace).__name__}")
+    key_prefix = ours.get("key_prefix", DEFAULT_KEY_PREFIX)
+    if not isinstance(key_prefix, str):
+        raise InvalidOption(f"key_prefix must be a str, not {type(key_prefix).__name__}")
+    if "{" in key_prefix or "}" in key_prefix:
+        raise InvalidOption(
+            "the Redis key_prefix must not contain '{' or '}' (they would break the hash "
+            f"tag that keeps a session on one cluster slot): {key_prefix!r}"
+        )
+    raw_namespace = ours.get("namespace")
+    namespace = None if raw_namespace is None else check_namespace(raw_namespace)
 
     def number(name: str, default: float, minimum: float) -> float:
         value = ours.get(name, default)
@@ -143,6 +224,7 @@ def _tuning(ours: dict[str, object]) -> dict[str, Any]:
         return value
 
     return {
+        "key_prefix": key_prefix,
         "namespace": namespace,
         "ttl_ms": _ttl_ms(ours.get("ttl")),
         "pool_size": integer("pool_size", 50, 1),
@@ -192,6 +274,21 @@ def parse_settings(url: str, **options: Any) -> Settings:
     unknown = set(options) - OPTION_NAMES
     driver_options = {key: options.pop(key) for key in unknown}
     ours.update(options)
+    accepted = _driver_option_names(cluster)
+    strangers = sorted(
+        {key for key, _ in driver_query if key not in accepted and key != "password"}
+        | {key for key in driver_options if key not in accepted}
+    )
+    if strangers:
+        reserved = [key for key in strangers if key in _RESERVED_DRIVER_OPTIONS]
+        hint = (
+            f" ({', '.join(reserved)}: set by chatkeep itself)"
+            if reserved
+            else "; chatkeep's own options are " + ", ".join(sorted(OPTION_NAMES))
+        )
+        raise InvalidOption(
+            f"unknown option(s) for the Redis backend: {', '.join(strangers)}{hint}"
+        )
 
     secrets: list[str] = []
     if ":" in userinfo:
@@ -200,8 +297,13 @@ def parse_settings(url: str, **options: Any) -> Settings:
     for key, value in driver_query:
         if key == "password":
             secrets.append(value)
-    if isinstance(driver_options.get("password"), str):
-        secrets.append(driver_options["password"])
+    for key in _SECRET_DRIVER_OPTIONS - {"username"}:
+        given = driver_options.get(key)
+        if isinstance(given, str):
+            secrets.append(given)
+    for key, text in driver_query:
+        if key in _SECRET_DRIVER_OPTIONS - {"username"}:
+            secrets.append(text)
 
     first = hosts[0]
     driver_url = (

@@ -1,55 +1,67 @@
 """How sessions and records are laid out in Redis keys and list elements.
 
-Every session owns two keys that share one hash tag, so in Redis Cluster both live on the
-same slot and one Lua script can update them atomically::
+Every session owns three keys that share one hash tag, so in Redis Cluster they live on the
+same slot and one Lua script updates them atomically::
 
-    <namespace>{<encoded session id>}:log   a LIST of records, in append order
-    <namespace>{<encoded session id>}:ids   a SET of the record ids already stored
+    <prefix>{<encoded session id>}:log   LIST  the records, in append order
+    <prefix>{<encoded session id>}:rid   HASH  record id -> digest of its data
+    <prefix>{<encoded session id>}:ids   SET   record ids written by chatkeep-redis 0.1 (read only)
+
+``<prefix>`` is the store's ``key_prefix`` (``chatkeep:``) followed by its ``namespace``, if
+any. Neither contains ``{``, so the first ``{`` of a key always opens the session's hash tag
+and tenants never share a key: ``chatkeep:acme{`` and ``chatkeep:acme/eu{`` differ.
+
+The sessions of a namespace are indexed in a sorted set of encoded ids (all scored 0, so
+ordered by their bytes), written by the same script as the append that creates a session::
+
+    <prefix>{}:sessions                  single server: one index
+    <prefix>{<tag of slot s>}:sessions   Redis Cluster: one index per slot, beside its sessions
 
 The encoded session id is the id percent-encoded as UTF-8 with every character except
-``A-Z a-z 0-9 _ . - ~`` escaped. That encoding is reversible (``list_sessions`` decodes ids
-back exactly), injective (two ids never share keys), free of ``{``, ``}``, ``:`` and of the
-glob characters ``* ? [ ] \\`` (so an id can neither break the hash tag nor widen a SCAN
-pattern) and prefix-preserving (``s.startswith(p)`` exactly when the encoded forms do, so
-``list_sessions(prefix)`` filters on the server). Readable ids stay readable in
-``redis-cli``.
+``A-Z a-z 0-9 _ . - ~`` escaped: reversible, injective, free of ``{``, ``}``, ``:`` and glob
+characters, ASCII, and prefix-preserving (``s.startswith(p)`` exactly when the encoded forms
+do), so a prefix is a range of the index.
 
-A list element is one binary string: a format byte (``0x01``), the record id's UTF-8
-length as two big-endian bytes, the id, then the record's data verbatim.
+A list element is one binary string. Format 2 (written since chatkeep-redis 0.2)::
+
+    0x02 | position: 8 bytes | data length: 4 bytes | id length: 2 bytes | id | data
+
+(big-endian). The position is the element's index in the list, written by the append
+script, so a read notices a record that vanished (a gap) and the length notices a truncated
+one. Format 1 (0.1) is ``0x01 | id length: 2 bytes | id | data`` and is still read.
 """
 
 from __future__ import annotations
 
+import binascii
 import hashlib
+import struct
 from functools import lru_cache
 from urllib.parse import quote, unquote
 
-from chatkeep.core import CorruptRecord, InvalidRecord, Record
-
-from .errors import InvalidOption
+from chatkeep.core.backend import CorruptRecord, Record
+from chatkeep.core.errors import InvalidRecord
 
 __all__ = [
-    "APPEND_SCRIPT",
-    "APPEND_SCRIPT_SHA",
-    "FORMAT_VERSION",
+    "SLOTS",
     "BadElement",
     "Layout",
     "corrupt_record",
     "decode_records",
-    "encode_record",
+    "digest",
+    "element_body",
     "lrange_bounds",
-    "script_arguments",
 ]
 
-#: The first byte of every list element; a future format would use another value.
-FORMAT_VERSION = 1
-_HEADER = bytes([FORMAT_VERSION])
+#: Hash slots of a Redis Cluster.
+SLOTS = 16384
+_V1 = 1
+_V2 = 2
+_V2_HEADER = struct.Struct(">BQIH")  # format, position, data length, id length
 _MAX_ID_BYTES = 0xFFFF
+_LENGTHS = struct.Struct(">IH")
 
 _LOG_SUFFIX = "}:log"
-_IDS_SUFFIX = "}:ids"
-
-# Characters that are special in Redis glob patterns (MATCH of SCAN).
 _GLOB_SPECIAL = frozenset("*?[]\\")
 
 # Redis keeps LRANGE indices in a signed 64-bit integer; any log is far shorter than this,
@@ -57,89 +69,101 @@ _GLOB_SPECIAL = frozenset("*?[]\\")
 _INDEX_LIMIT = 1 << 62
 
 
-#: Appends a batch atomically and skips records whose id the session already stored, so a
-#: retried batch is a no-op. It reads before it writes because Redis does not roll a script
-#: back: the first write (RPUSH) is where an out-of-memory refusal would stop it, before any
-#: id is remembered. Elements are pushed in chunks to stay below Lua's unpack() limit.
-APPEND_SCRIPT = """\
-local fresh_ids, fresh_elements = {}, {}
-for i = 2, #ARGV, 2 do
-  if redis.call('SISMEMBER', KEYS[2], ARGV[i]) == 0 then
-    fresh_ids[#fresh_ids + 1] = ARGV[i]
-    fresh_elements[#fresh_elements + 1] = ARGV[i + 1]
-  end
-end
-local count = #fresh_elements
-for first = 1, count, 1000 do
-  redis.call('RPUSH', KEYS[1], unpack(fresh_elements, first, math.min(first + 999, count)))
-end
-for first = 1, count, 1000 do
-  redis.call('SADD', KEYS[2], unpack(fresh_ids, first, math.min(first + 999, count)))
-end
-local ttl = tonumber(ARGV[1])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('PEXPIRE', KEYS[2], ttl)
-end
-return count
-"""
-#: The SHA1 that EVALSHA uses for :data:`APPEND_SCRIPT`.
-APPEND_SCRIPT_SHA = hashlib.sha1(APPEND_SCRIPT.encode()).hexdigest().encode()  # noqa: S324 (Redis's own id)
-
-
 def _escape_glob(text: str) -> str:
     return "".join("\\" + char if char in _GLOB_SPECIAL else char for char in text)
 
 
-def _encode_session_id(session_id: str) -> str:
+def encode_session_id(session_id: str) -> str:
+    """The session id as it appears in keys and in the index (see the module docstring)."""
     return quote(session_id, safe="", encoding="utf-8", errors="strict")
 
 
+def slot_of(tag: str) -> int:
+    """The cluster slot of a key whose hash tag is ``tag`` (Redis's CRC16 mod 16384)."""
+    return binascii.crc_hqx(tag.encode(), 0) % SLOTS
+
+
+@lru_cache(maxsize=1)
+def slot_tags() -> tuple[str, ...]:
+    """For each slot, a short hash tag that Redis places on that slot (``ix:<hex>``).
+
+    Computed once per process, on first use in cluster mode (about 170k CRC16s).
+    """
+    tags: list[str | None] = [None] * SLOTS
+    missing = SLOTS
+    number = 0
+    while missing:
+        tag = f"ix:{number:x}"
+        slot = slot_of(tag)
+        if tags[slot] is None:
+            tags[slot] = tag
+            missing -= 1
+        number += 1
+    return tuple(tag for tag in tags if tag is not None)
+
+
 class Layout:
-    """Key names for one namespace (the key prefix that keeps tenants apart).
+    """Key names for one store: ``key_prefix`` plus an optional ``namespace``.
 
-    ``namespace`` may be empty but must not contain ``{`` or ``}``: the first ``{`` of every
-    key has to be the start of the session's hash tag.
-
-    >>> Layout("app:").keys("user 1/chat")
-    ('app:{user%201%2Fchat}:log', 'app:{user%201%2Fchat}:ids')
+    >>> Layout("app:", None).keys("user 1/chat")[0]
+    'app:{user%201%2Fchat}:log'
+    >>> Layout("app:", "acme/eu").keys("s")[0]
+    'app:acme/eu{s}:log'
     """
 
-    __slots__ = ("_binary_keys", "_keys", "namespace")
+    __slots__ = ("_binary_keys", "cluster", "prefix")
 
-    def __init__(self, namespace: str) -> None:
-        if not isinstance(namespace, str):
-            raise InvalidOption(f"namespace must be a str, not {type(namespace).__name__}")
-        if "{" in namespace or "}" in namespace:
-            raise InvalidOption(
-                "the Redis namespace must not contain '{' or '}' (they would break the hash "
-                f"tag that keeps a session on one cluster slot): {namespace!r}"
-            )
-        self.namespace = namespace
+    def __init__(self, key_prefix: str, namespace: str | None, *, cluster: bool = False) -> None:
+        self.prefix = key_prefix + (namespace or "")
+        self.cluster = cluster
         # Sessions are used turn after turn: remember their key names.
-        self._keys = lru_cache(maxsize=4096)(self._compute_keys)
         self._binary_keys = lru_cache(maxsize=4096)(self._compute_binary_keys)
 
-    def _compute_keys(self, session_id: str) -> tuple[str, str]:
-        stem = self.namespace + "{" + _encode_session_id(session_id)
-        return stem + _LOG_SUFFIX, stem + _IDS_SUFFIX
+    def keys(self, session_id: str) -> tuple[str, str, str]:
+        """The (log, digests, legacy ids) key names of ``session_id``."""
+        stem = self.prefix + "{" + encode_session_id(session_id)
+        return stem + _LOG_SUFFIX, stem + "}:rid", stem + "}:ids"
 
-    def _compute_binary_keys(self, session_id: str) -> tuple[bytes, bytes]:
-        log_key, ids_key = self._keys(session_id)
-        return log_key.encode(), ids_key.encode()
+    def _compute_binary_keys(self, session_id: str) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+        log_key, digests_key, ids_key = self.keys(session_id)
+        member = encode_session_id(session_id)
+        return (
+            log_key.encode(),
+            digests_key.encode(),
+            ids_key.encode(),
+            self.index_key_for(member),
+            member.encode(),
+        )
 
-    def keys(self, session_id: str) -> tuple[str, str]:
-        """The (log, ids) key names of ``session_id``."""
-        return self._keys(session_id)
-
-    def binary_keys(self, session_id: str) -> tuple[bytes, bytes]:
-        """:meth:`keys` as bytes, ready for the wire (the driver need not encode them)."""
+    def binary_keys(self, session_id: str) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+        """(log, digests, legacy ids, index) keys and the index member of ``session_id``,
+        as bytes ready for the wire."""
         return self._binary_keys(session_id)
 
-    def scan_pattern(self, prefix: str | None = None) -> str:
-        """The SCAN MATCH pattern for the log keys of sessions starting with ``prefix``."""
-        encoded = _encode_session_id(prefix) if prefix else ""
-        return _escape_glob(self.namespace) + "{" + encoded + "*" + _LOG_SUFFIX
+    def index_key_for(self, member: str) -> bytes:
+        """The index key holding the session whose encoded id is ``member``."""
+        if not self.cluster:
+            return (self.prefix + "{}:sessions").encode()
+        return (self.prefix + "{" + slot_tags()[slot_of(member)] + "}:sessions").encode()
+
+    def index_keys(self) -> list[bytes]:
+        """Every index key of the namespace (one, or one per cluster slot in slot order)."""
+        if not self.cluster:
+            return [(self.prefix + "{}:sessions").encode()]
+        return [(self.prefix + "{" + tag + "}:sessions").encode() for tag in slot_tags()]
+
+    def indexed_marker(self) -> bytes:
+        """A key that exists once the namespace's 0.1-era sessions were added to the index."""
+        tag = slot_tags()[0] if self.cluster else ""
+        return (self.prefix + "{" + tag + "}:indexed").encode()
+
+    def key_stem(self) -> bytes:
+        """What every session key of this store starts with (before the encoded id)."""
+        return (self.prefix + "{").encode()
+
+    def scan_pattern(self) -> str:
+        """The SCAN MATCH pattern of every log key of this namespace (for the backfill)."""
+        return _escape_glob(self.prefix) + "{*" + _LOG_SUFFIX
 
     def session_of(self, log_key: bytes | str) -> str | None:
         """The session id a log key belongs to, or ``None`` if the key is not one of ours.
@@ -149,88 +173,122 @@ class Layout:
         """
         if isinstance(log_key, bytes):
             try:
-                log_key = log_key.decode("ascii")
+                log_key = log_key.decode("utf-8")
             except UnicodeDecodeError:
                 return None
-        head = self.namespace + "{"
+        head = self.prefix + "{"
         if not (log_key.startswith(head) and log_key.endswith(_LOG_SUFFIX)):
             return None
         encoded = log_key[len(head) : -len(_LOG_SUFFIX)]
-        if not encoded:
-            return None
+        return decode_member(encoded)
+
+
+def decode_member(encoded: str | bytes) -> str | None:
+    """The session id an index member (an encoded id) stands for; ``None`` if malformed."""
+    if isinstance(encoded, bytes):
         try:
-            session_id = unquote(encoded, encoding="utf-8", errors="strict")
+            encoded = encoded.decode("ascii")
         except UnicodeDecodeError:
             return None
-        if _encode_session_id(session_id) != encoded:
-            return None
-        return session_id
-
-    def sessions_in(self, keys: list[bytes], prefix: str | None, seen: set[str]) -> list[str]:
-        """The session ids of a SCAN page not yet in ``seen`` (which this updates).
-
-        SCAN may report a key more than once; ``seen`` makes each id come out once.
-        """
-        found = []
-        for key in keys:
-            session_id = self.session_of(key)
-            if session_id is None or session_id in seen:
-                continue
-            if prefix is not None and not session_id.startswith(prefix):
-                continue
-            seen.add(session_id)
-            found.append(session_id)
-        return found
+    if not encoded:
+        return None
+    try:
+        session_id = unquote(encoded, encoding="utf-8", errors="strict")
+    except UnicodeDecodeError:
+        return None
+    if encode_session_id(session_id) != encoded:
+        return None
+    return session_id
 
 
-def encode_record(record: Record) -> bytes:
-    """The list element that stores ``record`` (see the module docstring)."""
-    return script_arguments(b"0", [record])[2]
+def prefix_range(prefix: str | None) -> tuple[bytes, bytes]:
+    """ZRANGEBYLEX bounds selecting the encoded ids that start with ``prefix``'s encoding.
+
+    Members are ASCII, so every one starting with ``p`` sorts below ``p + 0xFF``.
+    """
+    if not prefix:
+        return b"-", b"+"
+    encoded = encode_session_id(prefix).encode()
+    return b"[" + encoded, b"[" + encoded + b"\xff"
 
 
-def script_arguments(ttl_ms: bytes, records: list[Record]) -> list[bytes]:
-    """ARGV of :data:`APPEND_SCRIPT`: the TTL, then (id, element) for each record."""
-    arguments = [ttl_ms]
-    for record_id_text, data in records:
-        record_id = record_id_text.encode("utf-8")
-        if len(record_id) > _MAX_ID_BYTES:  # the core caps ids at 256 characters anyway
-            raise InvalidRecord(f"record id {record_id_text[:40]!r}... is too long to store")
-        arguments.append(record_id)
-        arguments.append(_HEADER + len(record_id).to_bytes(2, "big") + record_id + data)
-    return arguments
+def digest(data: bytes) -> bytes:
+    """What the digests hash remembers of a record's data (128-bit BLAKE2b)."""
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def element_body(record: Record) -> bytes:
+    """A format-2 element without its 9-byte head (format byte and position), which the
+    append script prepends once it knows the position."""
+    record_id = record.id.encode("utf-8")
+    if len(record_id) > _MAX_ID_BYTES:  # the core caps ids at 256 characters anyway
+        raise InvalidRecord(f"record id {record.id[:40]!r}... is too long to store")
+    return _LENGTHS.pack(len(record.data), len(record_id)) + record_id + record.data
 
 
 class BadElement(Exception):
-    """A list element that is not a well-formed record (``offset`` within the batch read)."""
+    """A list element that is not a well-formed record, or a gap in the positions.
 
-    def __init__(self, offset: int, reason: str) -> None:
+    ``offset`` is its index within the batch read; ``position`` its log position when the
+    elements around it tell it.
+    """
+
+    def __init__(self, offset: int, reason: str, position: int | None = None) -> None:
         super().__init__(offset, reason)
         self.offset = offset
         self.reason = reason
+        self.position = position
 
 
-def decode_records(elements: list[bytes]) -> list[Record]:
-    """Decode list elements back into records; :class:`BadElement` names a damaged one."""
+def decode_records(elements: list[bytes], first: int) -> list[Record]:
+    """Decode the elements LRANGE returned from index ``first`` (negative: from the end).
+
+    Raises :class:`BadElement` for a damaged element, and for positions that do not run on
+    (a record vanished from the middle of the log, or the log was rewritten under us).
+    """
     new, record = tuple.__new__, Record  # a NamedTuple's own __new__ is Python-level: skip it
+    unpack = _V2_HEADER.unpack_from
+    records: list[Record] = []
+    append = records.append
+    expected = first if first >= 0 else None
     try:
-        # The hot path of every read: one comprehension, no per-element function calls.
-        # Elements failing the format byte or the length check drop out of the result,
-        # which is how a damaged one is noticed (then found by the slow path below).
-        records = [
-            new(record, (element[3:end].decode(), element[end:]))
-            for element in elements
-            if element[0] == FORMAT_VERSION
-            and len(element) >= (end := 3 + (element[1] << 8 | element[2]))
-        ]
-    except (IndexError, TypeError, UnicodeDecodeError):
-        records = []
-    if len(records) == len(elements):
-        return records
-    for offset, element in enumerate(elements):
-        reason = _problem(element)
-        if reason is not None:
-            raise BadElement(offset, reason)
-    raise AssertionError("unreachable: no damaged element found")  # pragma: no cover
+        for offset, element in enumerate(elements):
+            kind = element[0]
+            if kind == _V2:
+                _, position, size, id_size = unpack(element)
+                end = 15 + id_size
+                if len(element) != end + size:
+                    raise BadElement(
+                        offset,
+                        f"record is {len(element) - end} bytes long, its header says {size}",
+                        position,
+                    )
+                if expected is not None and position != expected:
+                    raise BadElement(offset, _gap(expected, position), expected)
+                expected = position + 1
+                append(new(record, (element[15:end].decode(), element[end:])))
+            elif kind == _V1 and len(element) >= (end := 3 + (element[1] << 8 | element[2])):
+                append(new(record, (element[3:end].decode(), element[end:])))
+                if expected is not None:
+                    expected += 1
+            else:
+                raise BadElement(offset, _problem(element) or "damaged element")
+    except BadElement:
+        raise
+    except (IndexError, TypeError, UnicodeDecodeError, struct.error):
+        for offset, element in enumerate(elements):
+            reason = _problem(element)
+            if reason is not None:
+                raise BadElement(offset, reason) from None
+        raise
+    return records
+
+
+def _gap(expected: int, found: int) -> str:
+    if found > expected:
+        count = found - expected
+        return f"{count} record(s) missing from the log before this one (it is at {found})"
+    return f"the log was rewritten: the record read at position {expected} says {found}"
 
 
 def corrupt_record(
@@ -238,27 +296,44 @@ def corrupt_record(
 ) -> CorruptRecord:
     """The error for a damaged element found by a read that started at LRANGE index
     ``first``; for a negative ``first``, ``length`` (LLEN) turns it into a log position."""
-    position = first + bad.offset
-    if first < 0 and length is not None:
-        position = max(length + first, 0) + bad.offset
+    if bad.position is not None:
+        position = bad.position
+    else:
+        position = first + bad.offset
+        if first < 0 and length is not None:
+            position = max(length + first, 0) + bad.offset
     return CorruptRecord(session_id, position, bad.reason)
 
 
 def _problem(element: object) -> str | None:
     if not isinstance(element, bytes):
         return f"expected a binary list element, got {type(element).__name__}"
-    if len(element) < 3:
-        return f"element is {len(element)} bytes long, shorter than the 3-byte header"
-    if element[0] != FORMAT_VERSION:
-        return f"unknown element format {element[0]} (this version reads {FORMAT_VERSION})"
-    size = (element[1] << 8) | element[2]
-    if len(element) < 3 + size:
-        return f"record id of {size} bytes runs past the end of the element"
-    try:
-        element[3 : 3 + size].decode("utf-8")
-    except UnicodeDecodeError:
-        return "record id is not valid UTF-8"
-    return None
+    if not element:
+        return "element is empty"
+    kind = element[0]
+    if kind == _V2:
+        if len(element) < _V2_HEADER.size:
+            return f"element is {len(element)} bytes long, shorter than its header"
+        _, _, size, id_size = _V2_HEADER.unpack_from(element)
+        if len(element) != 15 + id_size + size:
+            return f"record is {len(element) - 15 - id_size} bytes long, its header says {size}"
+        try:
+            element[15 : 15 + id_size].decode("utf-8")
+        except UnicodeDecodeError:
+            return "record id is not valid UTF-8"
+        return None
+    if kind == _V1:
+        if len(element) < 3:
+            return f"element is {len(element)} bytes long, shorter than the 3-byte header"
+        size = (element[1] << 8) | element[2]
+        if len(element) < 3 + size:
+            return f"record id of {size} bytes runs past the end of the element"
+        try:
+            element[3 : 3 + size].decode("utf-8")
+        except UnicodeDecodeError:
+            return "record id is not valid UTF-8"
+        return None
+    return f"unknown element format {kind} (this version reads 1 and 2)"
 
 
 def lrange_bounds(start: int, stop: int | None) -> tuple[int, int] | None:

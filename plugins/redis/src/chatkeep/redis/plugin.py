@@ -1,15 +1,32 @@
 """The chatkeep plugin that registers the ``redis`` backend (entry point ``redis``).
 
-The driver is imported only when a Redis store is opened: the factory is a lazy
-``"module:attribute"`` string.
+The one place the backend's capabilities are declared. Nothing here imports redis-py: the
+factory is a lazy ``"module:attribute"`` string, loaded when a Redis store is opened.
 """
 
 from __future__ import annotations
 
-from chatkeep.core import hookimpl
-from chatkeep.core.hookspecs import RegisterBackend
+from chatkeep.core.backend import (
+    CLOSE,
+    CONDITIONAL,
+    DELETE,
+    DURABLE,
+    LIST_SESSIONS,
+    NAMESPACE,
+    SHARED,
+    TTL,
+    RegisterBackend,
+    hookimpl,
+)
 
-__all__ = ["chatkeep_register_backends"]
+__all__ = ["CAPABILITIES", "SCHEMES", "chatkeep_register_backends"]
+
+#: What the Redis backend offers (declared once: the store class reads it from here).
+CAPABILITIES: frozenset[str] = frozenset(
+    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE}
+)
+#: The URL schemes that select it.
+SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
 
 
 @hookimpl
@@ -18,7 +35,7 @@ def chatkeep_register_backends(register: RegisterBackend) -> None:
     register(
         "redis",
         "chatkeep.redis.store:RedisStore",
-        schemes=["redis", "rediss", "redis+cluster", "rediss+cluster"],
-        capabilities=["delete", "list_sessions", "close", "ttl", "shared", "durable"],
+        schemes=SCHEMES,
+        capabilities=CAPABILITIES,
         description="Redis and Redis Cluster (redis-py; sync and asyncio)",
     )

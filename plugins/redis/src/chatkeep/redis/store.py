@@ -1,58 +1,59 @@
-"""RedisStore: chatkeep's storage contract on Redis and Redis Cluster (the blocking half).
+"""RedisStore: chatkeep's storage contract on Redis and Redis Cluster.
 
 Costs (round trips to the server):
 
-- ``append``: one (EVALSHA of the append script; once per server after a restart or
-  failover, a NOSCRIPT reply costs a second one, EVAL, which caches the script again).
+- ``append`` / ``append_if``: one (EVALSHA of the append script; once per server after a
+  restart or failover, a NOSCRIPT reply costs a second one, EVAL, which caches it again).
 - ``read``: one LRANGE, or none for a slice that is empty whatever the log's length. A tail
   read (``start=-k``) costs O(k) on the server.
-- ``delete``: one UNLINK of the session's two keys.
-- ``list_sessions``: one SCAN per page of ``scan_count`` keys examined, on every primary.
+- ``delete``: one script (the session's keys and its index entry).
+- ``list_sessions``: one script per page of the namespace's index (a single server), or one
+  pipeline of index pages per node and batch of slots (a cluster); the first listing of a
+  namespace also SCANs once for sessions written before the index existed.
 
-The asyncio twins live in :mod:`chatkeep.redis.asynchronous`; the keys and element format
-in :mod:`chatkeep.redis.layout`.
+The asyncio twins (``aappend``, ...) run on :class:`~chatkeep.redis.store_async.AsyncRedisStore`;
+the keys and element format are in :mod:`chatkeep.redis.layout`, the scripts in
+:mod:`chatkeep.redis.scripts`.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
-from typing import Any, ClassVar
+from functools import partial
+from typing import Any
 
-from chatkeep.core import Record, StoreUnavailable
+from chatkeep.core.backend import InvalidOption, Record
 from redis.exceptions import NoScriptError
 
-from .asynchronous import AsyncHooks
+from .base import RedisBase
 from .clients import SyncClient, connect_sync
-from .config import DEFAULT_URL, parse_settings
-from .layout import (
-    APPEND_SCRIPT,
-    APPEND_SCRIPT_SHA,
-    BadElement,
-    Layout,
-    corrupt_record,
-    decode_records,
-    lrange_bounds,
-    script_arguments,
-)
-from .retrying import RetryPolicy
+from .config import DEFAULT_URL, Settings
+from .layout import BadElement, corrupt_record, decode_records, lrange_bounds, prefix_range
+from .scripts import APPEND, DELETE, LIST_PAGE, Script
+from .store_async import AsyncRedisStore
 
 __all__ = ["RedisStore"]
 
+_DAMAGE = ("missing", "truncated", "garbage")
 
-class RedisStore(AsyncHooks):
-    """Session logs in Redis: one list and one id set per session, under a namespace.
 
-    Open it through chatkeep (``open_store("redis://localhost:6379/0?namespace=app:")``) or
+class RedisStore(RedisBase):
+    """Session logs in Redis: a list and a digest hash per session, and an index of the
+    sessions, under a key prefix and an optional namespace.
+
+    Open it through chatkeep (``open_store("redis://localhost:6379/0?namespace=acme")``) or
     directly::
 
-        store = RedisStore("redis://:secret@localhost:6379/0", namespace="tenant-a:", ttl=3600)
+        store = RedisStore("redis://:secret@localhost:6379/0", namespace="tenant-a", ttl=3600)
 
     Options (keywords, or URL query parameters; keywords win):
 
-    - ``namespace`` (``"chatkeep:"``): prefix of every key; stores with different
-      namespaces never see each other's sessions. Must not contain ``{`` or ``}``.
+    - ``namespace`` (none): the tenant; handles of different namespaces never see each
+      other's sessions, nested ones (``acme`` and ``acme/eu``) included.
+    - ``key_prefix`` (``"chatkeep:"``): the raw prefix of every key. Must not contain
+      ``{`` or ``}``.
     - ``ttl`` (``None``): seconds (or a ``timedelta``) of inactivity after which a session
       expires. Sliding: every append renews it for all of the session's keys.
     - ``pool_size`` (50): connections per server and per event loop; a blocking caller
@@ -61,22 +62,20 @@ class RedisStore(AsyncHooks):
     - ``retries`` (3), ``retry_backoff`` (0.1 s), ``retry_backoff_max`` (2 s): an operation
       that fails on the connection is tried again up to ``retries`` times, waiting an
       exponentially growing, jittered delay; then :class:`~chatkeep.core.StoreUnavailable`.
-    - ``scan_count`` (1000): the COUNT hint of each SCAN page in ``list_sessions``.
-    - any other keyword goes to redis-py (``client_name``, ``ssl_ca_certs``, ...).
+    - ``scan_count`` (1000): the page size of ``list_sessions``.
+    - any keyword redis-py's clients accept (``client_name``, ``ssl_ca_certs``, ...) goes to
+      redis-py; anything else raises :class:`~chatkeep.core.InvalidOption`.
 
     Every method has a native asyncio twin (``aappend``, ``aread``, ...) on
     ``redis.asyncio``; nothing runs in a thread. Thread-safe.
     """
-
-    capabilities: ClassVar[frozenset[str]] = frozenset(
-        {"delete", "list_sessions", "close", "ttl", "shared", "durable"}
-    )
 
     def __init__(
         self,
         url: str = DEFAULT_URL,
         *,
         namespace: str | None = None,
+        key_prefix: str | None = None,
         ttl: float | timedelta | None = None,
         pool_size: int | None = None,
         pool_timeout: float | None = None,
@@ -88,79 +87,40 @@ class RedisStore(AsyncHooks):
         scan_count: int | None = None,
         **redis_options: Any,
     ) -> None:
-        given = {
-            "namespace": namespace,
-            "ttl": ttl,
-            "pool_size": pool_size,
-            "pool_timeout": pool_timeout,
-            "socket_timeout": socket_timeout,
-            "socket_connect_timeout": socket_connect_timeout,
-            "retries": retries,
-            "retry_backoff": retry_backoff,
-            "retry_backoff_max": retry_backoff_max,
-            "scan_count": scan_count,
-        }
-        options = {name: value for name, value in given.items() if value is not None}
-        settings = parse_settings(url, **options, **redis_options)
-        self._settings = settings
-        self._layout = Layout(settings.namespace)
-        self._policy = RetryPolicy(
-            retries=settings.retries,
-            backoff=settings.retry_backoff,
-            backoff_max=settings.retry_backoff_max,
-            describe=settings.redacted_url,
-            secrets=settings.secrets,
+        super().__init__(
+            url,
+            namespace=namespace,
+            key_prefix=key_prefix,
+            ttl=ttl,
+            pool_size=pool_size,
+            pool_timeout=pool_timeout,
+            socket_timeout=socket_timeout,
+            socket_connect_timeout=socket_connect_timeout,
+            retries=retries,
+            retry_backoff=retry_backoff,
+            retry_backoff_max=retry_backoff_max,
+            scan_count=scan_count,
+            **redis_options,
         )
-        self._ttl_arg = str(settings.ttl_ms or 0).encode()
-        self._closed = False
+
+    def _setup(self, settings: Settings) -> None:
+        super()._setup(settings)
         # The blocking client is made on first use: a cluster client connects as it is
         # made, and that must fail (and be retried) like any command, not in open_store.
         self._client: SyncClient | None = None
         self._client_lock = threading.Lock()
-        super().__init__()
+        self._indexed = False
+        self._async = AsyncRedisStore._sharing(self)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisStore:
         """Open the store a ``redis://``, ``rediss://`` or ``redis+cluster://`` URL names."""
         return cls(url, **options)
 
-    # -- introspection ---------------------------------------------------------------------
-
-    @property
-    def namespace(self) -> str:
-        """The key prefix of this store's sessions."""
-        return self._settings.namespace
-
-    @property
-    def ttl(self) -> timedelta | None:
-        """How long a session lives after its last append (``None``: forever)."""
-        ttl_ms = self._settings.ttl_ms
-        return None if ttl_ms is None else timedelta(milliseconds=ttl_ms)
-
-    @property
-    def is_cluster(self) -> bool:
-        """Whether this store talks to a Redis Cluster."""
-        return self._settings.cluster
-
     @property
     def client(self) -> SyncClient:
         """The underlying blocking redis-py client (for operations chatkeep lacks)."""
         return self._policy.run("connect", self._sync_client)
-
-    def keys(self, session_id: str) -> tuple[str, str]:
-        """The (log, ids) key names of a session, e.g. for inspection in ``redis-cli``."""
-        return self._layout.keys(session_id)
-
-    def __repr__(self) -> str:
-        # Only the redacted URL: the real one carries the password.
-        return (
-            f"<RedisStore url={self._settings.redacted_url!r} "
-            f"namespace={self._settings.namespace!r}>"
-        )
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreUnavailable("this RedisStore is closed; open a new one")
 
     def _sync_client(self) -> SyncClient:
         client = self._client
@@ -172,24 +132,30 @@ class RedisStore(AsyncHooks):
                     client = self._client = connect_sync(self._settings)
         return client
 
+    def _script(self, script: Script, *arguments: Any) -> Any:
+        client = self._sync_client()
+        try:
+            return client.execute_command("EVALSHA", script.sha, *arguments)
+        except NoScriptError:
+            return client.execute_command("EVAL", script.source, *arguments)
+
     # -- the hooks -------------------------------------------------------------------------
 
     def append(self, session_id: str, records: list[Record]) -> None:
-        """Append ``records`` atomically in one round trip; already stored ids are skipped."""
+        """Append ``records`` atomically in one round trip; ids stored with the same data
+        are skipped, an id stored with other data raises ``RecordConflict``."""
         self._check_open()
-        log_key, ids_key = self._layout.binary_keys(session_id)
-        args = script_arguments(self._ttl_arg, records)
+        arguments = self._append_command(session_id, records, (b"0", b""))
+        reply = self._policy.run("append", lambda: self._script(APPEND, *arguments))
+        self._check_append(session_id, reply)
 
-        def call() -> Any:
-            client = self._sync_client()
-            try:
-                return client.execute_command(
-                    "EVALSHA", APPEND_SCRIPT_SHA, 2, log_key, ids_key, *args
-                )
-            except NoScriptError:
-                return client.execute_command("EVAL", APPEND_SCRIPT, 2, log_key, ids_key, *args)
-
-        self._policy.run("append", call)
+    def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        """Append only if the session's last record is ``after`` (``None``: empty), in the
+        same single script as :meth:`append`; else ``AppendConflict``."""
+        self._check_open()
+        arguments = self._append_command(session_id, records, self._condition(after))
+        reply = self._policy.run("append", lambda: self._script(APPEND, *arguments))
+        self._check_append(session_id, reply, after)
 
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """``log[start:stop]`` of the session in one LRANGE; an unknown session is ``[]``."""
@@ -203,49 +169,82 @@ class RedisStore(AsyncHooks):
             "read", lambda: self._sync_client().execute_command("LRANGE", log_key, first, last)
         )
         try:
-            return decode_records(elements)
+            return decode_records(elements, first)
         except BadElement as bad:
             # Error path only: a tail read needs the length to name the position.
             length = None
-            if first < 0:
+            if first < 0 and bad.position is None:
                 length = self._policy.run(
                     "read", lambda: self._sync_client().execute_command("LLEN", log_key)
                 )
             raise corrupt_record(session_id, bad, first, length) from None
 
     def delete(self, session_id: str) -> None:
-        """Erase the session (its log and its id set) in one UNLINK."""
+        """Erase the session (its log, digests and index entry) in one script."""
         self._check_open()
-        log_key, ids_key = self._layout.binary_keys(session_id)
+        log, digests, legacy, index, member = self._layout.binary_keys(session_id)
         self._policy.run(
-            "delete", lambda: self._sync_client().execute_command("UNLINK", log_key, ids_key)
+            "delete", lambda: self._script(DELETE, 4, log, digests, legacy, index, member)
         )
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
-        """Yield the ids of stored sessions (starting with ``prefix``), one SCAN page at a time.
-
-        Lazy: no connection is held between pages. Each id comes out once, although SCAN
-        may report a key twice; sessions created or deleted meanwhile may or may not appear.
-        """
+        """The namespace's session ids (starting with ``prefix``), page by page from its
+        index: each id once, memory bounded by a page. Lazy: no connection is held between
+        pages. On a cluster the per-slot indexes are walked node by node, many per call."""
         self._check_open()
+        self._ensure_indexed()
+        low, high = prefix_range(prefix)
+        client = self._policy.run("list_sessions", self._sync_client)
+        groups = (
+            self._policy.run("list_sessions", lambda: self._index_groups(client.get_node_from_key))
+            if self.is_cluster
+            else self._index_groups(None)
+        )
+        for node, keys in groups:
+            offset, bound = 0, b""
+            while offset < len(keys):
+                page = _Page(self, node, self._page_command(keys[offset:], bound, low, high))
+                ids, finished, bound = self._read_page(self._policy.run("list_sessions", page))
+                yield from ids
+                offset += finished if bound else len(keys) - offset
+
+    def _on_node(self, node: Any, script: Script, arguments: list[Any]) -> Any:
+        if node is None:
+            return self._script(script, *arguments)
+        client = self._sync_client()
+        try:
+            return client.execute_command("EVALSHA", script.sha, *arguments, target_nodes=node)
+        except NoScriptError:
+            return client.execute_command("EVAL", script.source, *arguments, target_nodes=node)
+
+    def _ensure_indexed(self) -> None:
+        """Add sessions written before the index existed (chatkeep-redis 0.1), once per
+        namespace: a SCAN of the database, then a marker key."""
+        if self._indexed:
+            return
         policy = self._policy
         client = policy.run("list_sessions", self._sync_client)
-        pattern = self._layout.scan_pattern(prefix)
-        count = self._settings.scan_count
-        # A cluster is scanned primary by primary: each holds its own slots' keys.
+        marker = self._layout.indexed_marker()
+        if policy.run("list_sessions", lambda: client.exists(marker)):
+            self._indexed = True
+            return
         nodes: list[Any] = (
             policy.run("list_sessions", client.get_primaries) if self.is_cluster else [None]
         )
-        seen: set[str] = set()
+        pattern = self._layout.scan_pattern()
         for node in nodes:
             cursor = 0
             while True:
                 cursor, keys = policy.run(
-                    "list_sessions", _ScanPage(client, node, cursor, pattern, count)
+                    "list_sessions",
+                    _ScanPage(client, node, cursor, pattern, self._settings.scan_count),
                 )
-                yield from self._layout.sessions_in(keys, prefix, seen)
+                for command in self._backfill_commands(keys):
+                    policy.run("list_sessions", partial(client.execute_command, *command))
                 if cursor == 0:
                     break
+        policy.run("list_sessions", lambda: client.set(marker, b"1"))
+        self._indexed = True
 
     def close(self) -> None:
         """Close the connection pools (the blocking one and any asyncio ones). Idempotent."""
@@ -254,7 +253,74 @@ class RedisStore(AsyncHooks):
             client, self._client = self._client, None
         if client is not None:
             _close_sync_client(client, self.is_cluster)
-        self._close_async_clients()
+        self._async._close_all()
+
+    # -- asyncio twins (on redis.asyncio, no threads) --------------------------------------
+
+    async def aappend(self, session_id: str, records: list[Record]) -> None:
+        """Async :meth:`append`."""
+        self._check_open()
+        await self._async.append(session_id, records)
+
+    async def aappend_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        """Async :meth:`append_if`."""
+        self._check_open()
+        await self._async.append_if(session_id, records, after)
+
+    async def aread(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        """Async :meth:`read`."""
+        self._check_open()
+        return await self._async.read(session_id, start, stop)
+
+    async def adelete(self, session_id: str) -> None:
+        """Async :meth:`delete`."""
+        self._check_open()
+        await self._async.delete(session_id)
+
+    async def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
+        """Async :meth:`list_sessions`."""
+        self._check_open()
+        async for session_id in self._async.list_sessions(prefix):
+            yield session_id
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`: closes this loop's client here, then everything else."""
+        try:
+            await self._async.close()
+        finally:
+            self.close()
+
+    # -- for the conformance suite's damage checks -----------------------------------------
+
+    def chatkeep_damage(self, session_id: str, position: int, kind: str) -> None:
+        """Damage the record at ``position`` behind the store's back, as a failing disk or
+        a stray client would: ``"missing"`` removes it from the list, ``"truncated"`` cuts
+        its element short, ``"garbage"`` overwrites it with bytes that are no record."""
+        if kind not in _DAMAGE:
+            raise InvalidOption(f"kind must be one of {', '.join(_DAMAGE)}, not {kind!r}")
+        client = self._sync_client()
+        log_key = self._layout.binary_keys(session_id)[0]
+        element = client.lindex(log_key, position)
+        if element is None:
+            raise IndexError(f"session {session_id!r} has no record at position {position}")
+        if kind == "truncated":
+            client.lset(log_key, position, element[: max(len(element) - 3, 1)])
+        elif kind == "garbage":
+            client.lset(log_key, position, b"\xfe" + bytes(range(32)))
+        else:
+            marker = b"\x00chatkeep-damage\x00"
+            client.lset(log_key, position, marker)
+            client.lrem(log_key, 1, marker)
+
+
+class _Page:
+    """One listing call (a callable, so a retry repeats the same page)."""
+
+    def __init__(self, store: RedisStore, node: Any, arguments: list[Any]) -> None:
+        self.store, self.node, self.arguments = store, node, arguments
+
+    def __call__(self) -> Any:
+        return self.store._on_node(self.node, LIST_PAGE, self.arguments)
 
 
 class _ScanPage:

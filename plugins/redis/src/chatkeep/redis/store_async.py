@@ -1,4 +1,4 @@
-"""The asyncio half of RedisStore: aappend, aread, adelete, alist_sessions, aclose.
+"""AsyncRedisStore: chatkeep's storage contract on ``redis.asyncio`` (the asyncio half).
 
 Native on ``redis.asyncio`` (no worker threads). An asyncio client belongs to the event loop
 that made it, so the store keeps one per loop, made on first use there. Each has an
@@ -11,6 +11,10 @@ recent redis-py (seen in 8.1) has ``RedisCluster.execute_command`` choose the co
 routing policy *before* it initializes the client, so the first commands of a new client
 (all of them, when many tasks start together) go to a random primary instead of their slot's
 owner and come back MOVED.
+
+:class:`~chatkeep.redis.store.RedisStore` (blocking) uses one of these for its ``a``-prefixed
+methods; on its own, ``AsyncRedisStore`` is an async-only backend (its hooks are
+``async def``), which the core's ``Store`` drives from blocking code on a private loop.
 """
 
 from __future__ import annotations
@@ -20,29 +24,22 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from chatkeep.core import Record
+from chatkeep.core.backend import Record
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 
+from .base import RedisBase
 from .clients import AsyncClient, connect_async
-from .layout import (
-    APPEND_SCRIPT,
-    APPEND_SCRIPT_SHA,
-    BadElement,
-    corrupt_record,
-    decode_records,
-    lrange_bounds,
-    script_arguments,
-)
+from .layout import BadElement, corrupt_record, decode_records, lrange_bounds, prefix_range
+from .scripts import APPEND, DELETE, LIST_PAGE, Script
 
 if TYPE_CHECKING:
     from .config import Settings
-    from .layout import Layout
-    from .retrying import RetryPolicy
 
-__all__ = ["AsyncHooks"]
+__all__ = ["AsyncRedisStore"]
 
 
 @dataclass
@@ -69,27 +66,25 @@ class _Handle:
             return await self.client.execute_command(*args)
 
 
-class AsyncHooks:
-    """The ``a``-prefixed hooks; mixed into :class:`~chatkeep.redis.store.RedisStore`."""
+class AsyncRedisStore(RedisBase):
+    """Session logs in Redis, on ``redis.asyncio``: the same keys, scripts and options as
+    :class:`~chatkeep.redis.store.RedisStore`, every hook an ``async def``. Example::
 
-    # Provided by RedisStore.
-    _settings: Settings
-    _layout: Layout
-    _policy: RetryPolicy
-    _ttl_arg: bytes
+        store = AsyncRedisStore("redis://localhost:6379/0", namespace="acme")
+        await store.append("s1", [Record("m1", b"hi")])
+    """
 
-    def __init__(self) -> None:
+    def _setup(self, settings: Settings) -> None:
+        super()._setup(settings)
         self._handles_lock = threading.Lock()
         self._handles: dict[asyncio.AbstractEventLoop, _Handle] = {}
 
-    if TYPE_CHECKING:
-
-        def _check_open(self) -> None: ...
-
-        def close(self) -> None: ...
-
-        @property
-        def is_cluster(self) -> bool: ...
+    @classmethod
+    def _sharing(cls, base: RedisBase) -> AsyncRedisStore:
+        """An async twin using ``base``'s settings (for the blocking store's a-methods)."""
+        twin = cls.__new__(cls)
+        twin._setup(base._settings)
+        return twin
 
     def _handle(self) -> _Handle:
         loop = asyncio.get_running_loop()
@@ -113,30 +108,34 @@ class AsyncHooks:
     async def _command(self, *args: Any) -> Any:
         return await self._handle().execute(*args)
 
+    async def _script(self, script: Script, *arguments: Any) -> Any:
+        handle = self._handle()
+        async with handle.slots:
+            try:
+                return await handle.execute_unbounded("EVALSHA", script.sha, *arguments)
+            except NoScriptError:
+                return await handle.execute_unbounded("EVAL", script.source, *arguments)
+
     # -- the hooks -------------------------------------------------------------------------
 
-    async def aappend(self, session_id: str, records: list[Record]) -> None:
-        """Async ``append``: one EVALSHA, atomic, already stored ids skipped."""
+    async def append(self, session_id: str, records: list[Record]) -> None:
+        """Append ``records`` atomically in one round trip; ids stored with the same data
+        are skipped, an id stored with other data raises ``RecordConflict``."""
         self._check_open()
-        log_key, ids_key = self._layout.binary_keys(session_id)
-        args = script_arguments(self._ttl_arg, records)
+        arguments = self._append_command(session_id, records, (b"0", b""))
+        reply = await self._policy.arun("append", lambda: self._script(APPEND, *arguments))
+        self._check_append(session_id, reply)
 
-        async def call() -> Any:
-            handle = self._handle()
-            async with handle.slots:
-                try:
-                    return await handle.execute_unbounded(
-                        "EVALSHA", APPEND_SCRIPT_SHA, 2, log_key, ids_key, *args
-                    )
-                except NoScriptError:
-                    return await handle.execute_unbounded(
-                        "EVAL", APPEND_SCRIPT, 2, log_key, ids_key, *args
-                    )
+    async def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        """Append only if the session's last record is ``after`` (``None``: empty), in the
+        same single script as :meth:`append`; else ``AppendConflict``."""
+        self._check_open()
+        arguments = self._append_command(session_id, records, self._condition(after))
+        reply = await self._policy.arun("append", lambda: self._script(APPEND, *arguments))
+        self._check_append(session_id, reply, after)
 
-        await self._policy.arun("append", call)
-
-    async def aread(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
-        """Async ``read``: one LRANGE."""
+    async def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        """``log[start:stop]`` of the session in one LRANGE; an unknown session is ``[]``."""
         self._check_open()
         bounds = lrange_bounds(start, stop)
         if bounds is None:
@@ -147,60 +146,127 @@ class AsyncHooks:
             "read", lambda: self._command("LRANGE", log_key, first, last)
         )
         try:
-            return decode_records(elements)
+            return decode_records(elements, first)
         except BadElement as bad:
             length = None
-            if first < 0:
+            if first < 0 and bad.position is None:
                 length = await self._policy.arun("read", lambda: self._command("LLEN", log_key))
             raise corrupt_record(session_id, bad, first, length) from None
 
-    async def adelete(self, session_id: str) -> None:
-        """Async ``delete``: one UNLINK."""
+    async def delete(self, session_id: str) -> None:
+        """Erase the session (its log, digests and index entry) in one script."""
         self._check_open()
-        log_key, ids_key = self._layout.binary_keys(session_id)
-        await self._policy.arun("delete", lambda: self._command("UNLINK", log_key, ids_key))
+        log, digests, legacy, index, member = self._layout.binary_keys(session_id)
+        await self._policy.arun(
+            "delete", lambda: self._script(DELETE, 4, log, digests, legacy, index, member)
+        )
 
-    async def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
-        """Async ``list_sessions``: SCAN page by page (on every primary of a cluster)."""
+    async def list_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
+        """The namespace's session ids (starting with ``prefix``), page by page from its
+        index: each id once, memory bounded by a page. On a cluster the per-slot indexes are
+        walked node by node, many per call."""
         self._check_open()
+        await self._ensure_indexed()
+        low, high = prefix_range(prefix)
         handle = self._handle()
-        pattern = self._layout.scan_pattern(prefix)
-        count = self._settings.scan_count
+        if self.is_cluster:
+
+            async def grouped() -> list[tuple[Any, list[bytes]]]:
+                await handle.client.initialize()
+                return self._index_groups(handle.client.get_node_from_key)
+
+            groups = await self._policy.arun("list_sessions", grouped)
+        else:
+            groups = self._index_groups(None)
+        for node, keys in groups:
+            offset, bound = 0, b""
+            while offset < len(keys):
+                page = _Page(self, node, self._page_command(keys[offset:], bound, low, high))
+                ids, finished, bound = self._read_page(
+                    await self._policy.arun("list_sessions", page)
+                )
+                for session_id in ids:
+                    yield session_id
+                offset += finished if bound else len(keys) - offset
+
+    async def _on_node(self, node: Any, script: Script, arguments: list[Any]) -> Any:
+        if node is None:
+            return await self._script(script, *arguments)
+        handle = self._handle()
+        async with handle.slots:
+            with _torn_down_as_connection_error():
+                client = handle.client
+                try:
+                    return await client.execute_command(
+                        "EVALSHA", script.sha, *arguments, target_nodes=node
+                    )
+                except NoScriptError:
+                    return await client.execute_command(
+                        "EVAL", script.source, *arguments, target_nodes=node
+                    )
+
+    async def _ensure_indexed(self) -> None:
+        """Add sessions written before the index existed (chatkeep-redis 0.1), once per
+        namespace: a SCAN of the database, then a marker key."""
+        if getattr(self, "_indexed", False):
+            return
+        marker = self._layout.indexed_marker()
+        if await self._policy.arun("list_sessions", lambda: self._command("EXISTS", marker)):
+            self._indexed = True
+            return
+        handle = self._handle()
         nodes: list[Any] = [None]
         if self.is_cluster:
 
             async def primaries() -> list[Any]:
-                await handle.client.initialize()  # learns the topology on first use
+                await handle.client.initialize()
                 return list(handle.client.get_primaries())
 
             nodes = await self._policy.arun("list_sessions", primaries)
-        seen: set[str] = set()
+        pattern = self._layout.scan_pattern()
         for node in nodes:
             cursor = 0
             while True:
-                page = _AsyncScanPage(handle, node, cursor, pattern, count)
+                page = _AsyncScanPage(handle, node, cursor, pattern, self._settings.scan_count)
                 cursor, keys = await self._policy.arun("list_sessions", page)
-                for session_id in self._layout.sessions_in(keys, prefix, seen):
-                    yield session_id
+                for command in self._backfill_commands(keys):
+                    await self._policy.arun("list_sessions", partial(self._command, *command))
                 if cursor == 0:
                     break
+        await self._policy.arun("list_sessions", lambda: self._command("SET", marker, b"1"))
+        self._indexed = True
 
-    async def aclose(self) -> None:
-        """Async ``close``: closes this loop's client here, then everything else."""
+    async def close(self) -> None:
+        """Close this loop's client here, then every other loop's. Idempotent."""
+        self._closed = True
         with self._handles_lock:
             mine = self._handles.pop(asyncio.get_running_loop(), None)
         try:
             if mine is not None:
                 await _aclose_client(mine.client)
         finally:
-            self.close()
+            self._close_all()
 
-    def _close_async_clients(self) -> None:
+    def _close_all(self) -> None:
+        """Close every loop's client from blocking code (best effort for ended loops)."""
+        self._closed = True
         with self._handles_lock:
             leftovers = list(self._handles.items())
             self._handles.clear()
         for loop, handle in leftovers:
             _close_from_sync(loop, handle.client)
+
+    # The blocking store's damage hook reaches the same keys; nothing async is needed.
+
+
+class _Page:
+    """One listing call (a callable, so a retry repeats the same page)."""
+
+    def __init__(self, store: AsyncRedisStore, node: Any, arguments: list[Any]) -> None:
+        self.store, self.node, self.arguments = store, node, arguments
+
+    async def __call__(self) -> Any:
+        return await self.store._on_node(self.node, LIST_PAGE, self.arguments)
 
 
 class _AsyncScanPage:

@@ -1,0 +1,134 @@
+"""The Lua scripts the Redis store runs: one per operation that must be atomic.
+
+Each touches only keys of one hash slot (a session's keys and the index beside them), so
+they run unchanged on Redis Cluster. Redis does not roll a script back, so each reads and
+checks everything before its first write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+__all__ = ["APPEND", "DELETE", "LIST_PAGE", "Script"]
+
+
+class Script:
+    """A Lua source and the SHA1 ``EVALSHA`` names it by."""
+
+    __slots__ = ("sha", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source.encode()
+        self.sha = hashlib.sha1(self.source).hexdigest().encode()  # noqa: S324 (Redis's id)
+
+
+#: Append a batch. KEYS: log, digests, legacy ids, index.
+#: ARGV: ttl ms, conditional ("1"/"0"), expected last id ("" = empty log), index member,
+#: then (id, digest, element body) per record.
+#: Returns the number of records stored, ``{"conflict", id}`` when an id is stored with
+#: other data, or ``{"stale"}`` when the log no longer ends at the expected record.
+APPEND = Script(
+    """\
+local function head(position)  -- format byte 2, then the position as 8 bytes big-endian
+  local bytes = {}
+  for k = 8, 1, -1 do
+    bytes[k] = position % 256
+    position = math.floor(position / 256)
+  end
+  return string.char(2, unpack(bytes))
+end
+local ids, digests, bodies = {}, {}, {}
+for i = 5, #ARGV, 3 do
+  local id, digest = ARGV[i], ARGV[i + 1]
+  local stored = redis.call('HGET', KEYS[2], id)
+  if stored then
+    if stored ~= digest then return {'conflict', id} end
+  elseif redis.call('SISMEMBER', KEYS[3], id) == 0 then
+    ids[#ids + 1] = id
+    digests[#digests + 1] = digest
+    bodies[#bodies + 1] = ARGV[i + 2]
+  end
+end
+local count = #ids
+if count == 0 then return 0 end
+if ARGV[2] == '1' then
+  local last = redis.call('LINDEX', KEYS[1], -1)
+  local last_id = ''
+  if last then
+    local kind = string.byte(last, 1)
+    if kind == 2 then
+      local size = string.byte(last, 14) * 256 + string.byte(last, 15)
+      last_id = string.sub(last, 16, 15 + size)
+    elseif kind == 1 then
+      local size = string.byte(last, 2) * 256 + string.byte(last, 3)
+      last_id = string.sub(last, 4, 3 + size)
+    end
+  end
+  if last_id ~= ARGV[3] then return {'stale'} end
+end
+local length = redis.call('LLEN', KEYS[1])
+local elements = {}
+for j = 1, count do
+  elements[j] = head(length + j - 1) .. bodies[j]
+end
+for first = 1, count, 1000 do
+  local last = math.min(first + 999, count)
+  redis.call('RPUSH', KEYS[1], unpack(elements, first, last))
+  local pairs = {}
+  for j = first, last do
+    pairs[#pairs + 1] = ids[j]
+    pairs[#pairs + 1] = digests[j]
+  end
+  redis.call('HSET', KEYS[2], unpack(pairs))
+end
+redis.call('ZADD', KEYS[4], 0, ARGV[4])
+local ttl = tonumber(ARGV[1])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ttl) end
+end
+return count
+"""
+)
+
+#: Erase a session. KEYS: log, digests, legacy ids, index. ARGV: index member.
+DELETE = Script(
+    """\
+redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
+redis.call('ZREM', KEYS[4], ARGV[1])
+return 1
+"""
+)
+
+#: One page of the index (or of several per-slot indexes, walked in order, on one node).
+#: No KEYS (the index keys are in ARGV, so one call can walk many slots of a cluster node).
+#: ARGV: lex min, lex max, page size, key stem, where to continue in the first index
+#: (``"(member"``, or ``""`` for the start), then the index keys.
+#: Returns {indexes finished, where to continue in the next one or "", live members...}.
+#: Members whose log no longer exists (expired by a TTL) are dropped from the index.
+LIST_PAGE = Script(
+    """\
+local remaining = tonumber(ARGV[3])
+local result = {0, ''}
+for i = 6, #ARGV do
+  local from = ARGV[1]
+  if i == 6 and ARGV[5] ~= '' then from = ARGV[5] end
+  local members = redis.call('ZRANGEBYLEX', ARGV[i], from, ARGV[2], 'LIMIT', 0, remaining)
+  for _, member in ipairs(members) do
+    if redis.call('EXISTS', ARGV[4] .. member .. '}:log') == 1 then
+      result[#result + 1] = member
+    else
+      redis.call('ZREM', ARGV[i], member)
+    end
+  end
+  remaining = remaining - #members
+  if remaining == 0 then
+    result[2] = '(' .. members[#members]
+    return result
+  end
+  result[1] = i - 5
+end
+return result
+"""
+)
