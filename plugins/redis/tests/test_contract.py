@@ -1,0 +1,243 @@
+"""The contract additions on real Redis (single server and cluster): record conflicts,
+conditional appends, damage that is reported, the listing index and 0.1-era data."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from typing import Any
+
+import pytest
+import redis
+
+from chatkeep.core import (
+    AppendConflict,
+    CorruptRecord,
+    Record,
+    RecordConflict,
+    Store,
+    read_view,
+)
+from chatkeep.core.views import fork, undo
+from chatkeep.redis import RedisStore
+from chatkeep.redis.store import _Page
+
+
+def sid() -> str:
+    return "s-" + uuid.uuid4().hex
+
+
+def batch(*ids: str) -> list[Record]:
+    return [Record(i, f"data of {i}".encode()) for i in ids]
+
+
+@pytest.fixture
+def store(any_redis_url: str) -> Any:
+    opened = Store(RedisStore(any_redis_url), name="redis")
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def other(any_redis_url: str) -> Any:
+    """A second handle on the same store (its own connections)."""
+    opened = Store(RedisStore(any_redis_url), name="redis")
+    yield opened
+    opened.close()
+
+
+# -- record conflicts --------------------------------------------------------------------
+
+
+def test_stored_and_new_ids_in_one_batch_and_conflicts_across_handles(
+    store: Store, other: Store
+) -> None:
+    session = sid()
+    store.append(session, batch("a"))
+    other.append(session, batch("a", "b"))  # "a" skipped: same data, another handle
+    store.append(session, batch("c"))
+    assert [r.id for r in other.read(session)] == ["a", "b", "c"]
+    with pytest.raises(RecordConflict) as caught:
+        other.append(session, [Record("d", b"new"), Record("b", b"other data")])
+    assert (caught.value.session_id, caught.value.record_id) == (session, "b")
+    assert [r.id for r in store.read(session)] == ["a", "b", "c"]  # "d" not stored
+
+
+def test_conflicts_are_checked_asynchronously_too(any_redis_url: str) -> None:
+    store = Store(RedisStore(any_redis_url), name="redis")
+    session = sid()
+
+    async def main() -> None:
+        await store.aappend(session, batch("a"))
+        with pytest.raises(RecordConflict):
+            await store.aappend(session, [Record("a", b"changed")])
+        await store.aappend_if(session, batch("b"), after="a")
+        with pytest.raises(AppendConflict):
+            await store.aappend_if(session, batch("c"), after="a")
+        await store.aclose()
+
+    asyncio.run(main())
+
+
+# -- conditional appends -----------------------------------------------------------------
+
+
+def test_racing_conditional_appends_have_one_winner_each_round(any_redis_url: str) -> None:
+    session = sid()
+    stores = [Store(RedisStore(any_redis_url), name="redis") for _ in range(4)]
+    winners: list[str] = []
+    lock = threading.Lock()
+    try:
+        for round_number in range(15):
+            last = stores[0].read(session, -1)
+            after = last[0].id if last else None
+            barrier = threading.Barrier(len(stores))
+
+            def contend(
+                number: int,
+                after: str | None = after,
+                round_number: int = round_number,
+                barrier: threading.Barrier = barrier,
+            ) -> None:
+                record = Record(f"r{round_number}-{number}", b"x")
+                barrier.wait()
+                try:
+                    stores[number].append_if(session, [record], after=after)
+                except AppendConflict:
+                    return
+                with lock:
+                    winners.append(record.id)
+
+            threads = [threading.Thread(target=contend, args=(n,)) for n in range(len(stores))]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        assert len(winners) == 15
+        assert [r.id for r in stores[0].read(session)] == winners
+    finally:
+        for opened in stores:
+            opened.close()
+
+
+def test_an_acknowledged_conditional_append_retried_is_a_no_op(store: Store) -> None:
+    session = sid()
+    store.append_if(session, batch("a"), after=None)
+    store.append(session, batch("b"))
+    store.append_if(session, batch("a"), after=None)  # the retry of the first call
+    assert [r.id for r in store.read(session)] == ["a", "b"]
+
+
+def test_undo_and_fork_use_the_condition(store: Store) -> None:
+    from chatkeep.core import Message, encode_records, new_id
+
+    session = sid()
+    for text in ["one", "two"]:
+        store.append(
+            session,
+            encode_records(
+                [
+                    Message.user(text, message_id=new_id()),
+                    Message.assistant("ok", message_id=new_id()),
+                ]
+            ),
+        )
+    assert store.supports("conditional")
+    undone = undo(store, session)
+    assert [m.text for m in undone] == ["two", "ok"]
+    child = fork(store, session)
+    assert [m.text for m in read_view(store, child)] == ["one", "ok"]
+
+
+# -- damage ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["missing", "truncated", "garbage"])
+def test_damage_is_reported_at_its_position_and_contained(
+    store: Store, any_redis_url: str, kind: str
+) -> None:
+    session = sid()
+    store.append(session, batch(*"abcdef"))
+    backend = store.backend
+    assert isinstance(backend, RedisStore)
+    backend.chatkeep_damage(session, 3, kind)
+    with pytest.raises(CorruptRecord) as caught:
+        store.read(session)
+    assert caught.value.session_id == session and caught.value.position == 3
+    assert [r.id for r in store.read(session, 0, 3)] == ["a", "b", "c"]  # before: fine
+    store.append(session, batch("g"))  # still appendable
+    assert store.read(session, -1) == batch("g")
+    with pytest.raises(CorruptRecord):
+        store.read(session)  # and never silently healed or shortened
+    reopened = Store(RedisStore(any_redis_url), name="redis")
+    try:
+        with pytest.raises(CorruptRecord):
+            reopened.read(session, 1)
+    finally:
+        reopened.close()
+
+
+# -- listing -----------------------------------------------------------------------------
+
+
+def test_prefix_listing_costs_what_matches(redis_store_url: str) -> None:
+    store = RedisStore(redis_store_url, scan_count=10)
+    try:
+        for number in range(300):
+            store.append(f"bulk-{number:03d}", batch("m"))
+        for number in range(25):
+            store.append(f"wanted-{number:02d}", batch("m"))
+        list(store.list_sessions())  # the one-time check for 0.1-era sessions
+        calls: list[int] = []
+        original = _Page.__call__
+
+        def counted(page: _Page) -> Any:
+            calls.append(1)
+            return original(page)
+
+        _Page.__call__ = counted  # type: ignore[method-assign]
+        try:
+            found = list(store.list_sessions("wanted-"))
+        finally:
+            _Page.__call__ = original  # type: ignore[method-assign]
+        assert sorted(found) == [f"wanted-{n:02d}" for n in range(25)]
+        assert len(calls) == 3  # pages of 10: 10, 10, 5 (not 33 pages over every session)
+    finally:
+        store.close()
+
+
+def test_listing_pages_over_ids_that_extend_one_another(any_redis_url: str) -> None:
+    backend = RedisStore(any_redis_url, scan_count=3)
+    try:
+        made = ["a" * n for n in range(1, 14)] + ["a" * n + "b" for n in range(1, 6)]
+        for session in made:
+            backend.append(session, batch("m"))
+        listed = list(backend.list_sessions())
+        assert sorted(listed) == sorted(made) and len(listed) == len(set(listed))
+        assert sorted(backend.list_sessions("aaa")) == sorted(
+            s for s in made if s.startswith("aaa")
+        )
+    finally:
+        backend.close()
+
+
+def test_sessions_written_by_0_1_are_listed_read_and_appended(redis_store_url: str) -> None:
+    backend = RedisStore(redis_store_url)
+    client = redis.Redis.from_url(redis_store_url.split("?", maxsplit=1)[0])
+    try:
+        session = "old-" + uuid.uuid4().hex
+        log_key, _, ids_key = backend.keys(session)
+        old = [Record("a", b"1"), Record("b", b"2")]
+        for record in old:  # the 0.1 element format and id set, written as 0.1 did
+            raw = record.id.encode()
+            client.rpush(log_key, b"\x01" + len(raw).to_bytes(2, "big") + raw + record.data)
+            client.sadd(ids_key, record.id)
+        assert session in list(backend.list_sessions())
+        assert backend.read(session) == old
+        backend.append(session, [Record("b", b"2"), Record("c", b"3")])  # "b" already stored
+        assert [r.id for r in backend.read(session)] == ["a", "b", "c"]
+        assert backend.read(session, 2) == [Record("c", b"3")]  # positions line up
+    finally:
+        backend.close()
+        client.close()
