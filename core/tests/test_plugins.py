@@ -460,3 +460,78 @@ def test_unknown_backend_error_never_shows_a_password() -> None:
     with pytest.raises(UnknownBackend) as info:
         open_store("nosuch://user:hunter2@host")
     assert "hunter2" not in str(info.value)
+
+
+# -- wrapper backends --------------------------------------------------------------------
+
+
+class Reversing:
+    """A toy wrapper: stores each record's data reversed in the inner store."""
+
+    def __init__(self, inner: Store, marker: str) -> None:
+        self.inner = inner
+        self.marker = marker
+        self.capabilities = inner.capabilities & {"list_sessions", "namespace"}
+
+    @classmethod
+    def wrap(cls, open_inner: Callable[..., Store], *, marker: str = "", **rest: Any) -> Any:
+        return cls(open_inner(**rest), marker)
+
+    def append(self, session_id: str, records: list[Record]) -> None:
+        self.inner.append(session_id, [Record(r.id, r.data[::-1]) for r in records])
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        return [Record(r.id, r.data[::-1]) for r in self.inner.read(session_id, start, stop)]
+
+    def list_sessions(self, prefix: str | None = None) -> Any:
+        return self.inner.list_sessions(prefix)
+
+
+def test_a_wrapper_composes_by_url_and_sees_only_the_inner_store(
+    register_plugin: Callable[[Callable[..., None]], None],
+) -> None:
+    register_plugin(lambda register: register("reversed", Reversing, wrapper=True))
+    assert backends()["reversed"].wrapper is True
+    name = f"wrapped-{id(register_plugin)}"
+    store = open_store(f"reversed+memory://{name}", marker="m", namespace="acme")
+    assert store.name == "reversed" and store.url == f"reversed+memory://{name}"
+    backend = store.backend
+    assert isinstance(backend, Reversing) and backend.marker == "m"
+    assert store.capabilities == {"list_sessions", "namespace"}  # what wrap() returned says
+    store.append("s", [Record("a", b"abc")])
+    assert store.read("s") == [Record("a", b"abc")]
+    raw = open_store(f"memory://{name}", namespace="acme")  # options reached the inner store
+    assert raw.read("s") == [Record("a", b"cba")]
+    twice = open_store(f"reversed+reversed+memory://{name}", namespace="acme")
+    assert twice.read("s") == [Record("a", b"cba")]  # wrappers of wrappers
+
+
+def test_a_wrapper_needs_an_inner_url_and_a_wrap_method(
+    register_plugin: Callable[[Callable[..., None]], None],
+) -> None:
+    register_plugin(lambda register: register("reversed", Reversing, wrapper=True))
+    register_plugin(lambda register: register("nowrap", ToyBackend, wrapper=True))
+    with pytest.raises(PluginError, match=r"reversed\+<inner URL>"):
+        open_store("reversed")
+    with pytest.raises(UnknownBackend, match="nosuch"):
+        open_store("reversed+nosuch://x")
+    with pytest.raises(PluginError, match="wrap"):
+        open_store("nowrap+memory://")
+
+
+def test_schemes_registered_whole_are_not_split(
+    register_plugin: Callable[[Callable[..., None]], None],
+) -> None:
+    register_plugin(lambda register: register("reversed", Reversing, wrapper=True))
+    register_plugin(lambda register: register("toy", ToyBackend, schemes=["reversed+toy"]))
+    store = open_store("reversed+toy://h")
+    assert isinstance(store.backend, ToyBackend)  # the whole scheme wins over the split
+
+
+def test_a_wrapper_url_with_a_password_is_shown_redacted(
+    register_plugin: Callable[[Callable[..., None]], None],
+) -> None:
+    register_plugin(lambda register: register("reversed", Reversing, wrapper=True))
+    register_plugin(lambda register: register("toy", ToyBackend))
+    store = open_store("reversed+toy://app:hunter2@db/x")
+    assert "hunter2" not in repr(store) and "hunter2" not in str(store.url)

@@ -44,6 +44,7 @@ class RegisterBackend(Protocol):
         schemes: Iterable[str] = (),
         capabilities: Iterable[str] | None = None,
         description: str = "",
+        wrapper: bool = False,
     ) -> None:
         """Register one backend.
 
@@ -58,6 +59,11 @@ class RegisterBackend(Protocol):
             ``chatkeep.core.backend.CAPABILITIES``); when omitted they are read from the
             factory's ``capabilities`` attribute.
         :param description: one line shown by ``chatkeep backends``.
+        :param wrapper: the backend wraps another store and is opened as
+            ``<name>+<inner URL>`` (``encrypted+s3://bucket/chats``): its factory's
+            ``wrap(open_inner, **options)`` classmethod gets the keyword options and
+            ``open_inner(**options)``, which opens the inner URL as ``open_store`` would.
+            Its capabilities are read from the object ``wrap`` returns.
         :returns: nothing; an invalid registration raises
             :class:`~chatkeep.core.errors.PluginError`.
         """

@@ -49,6 +49,8 @@ class BackendInfo:
     distribution: str
     version: str
     description: str = ""
+    #: A wrapper backend (``<name>+<inner URL>``): it is handed the inner store.
+    wrapper: bool = False
 
     def load_factory(self) -> Callable[..., Any]:
         """Import (if given as ``"module:attr"``) and return the backend factory."""
@@ -76,6 +78,7 @@ class BackendInfo:
             "schemes": list(self.schemes),
             "capabilities": sorted(self.capabilities),
             "description": self.description,
+            "wrapper": self.wrapper,
         }
 
 
@@ -161,6 +164,7 @@ def _collect() -> dict[str, BackendInfo]:
             schemes: Iterable[str] = (),
             capabilities: Iterable[str] | None = None,
             description: str = "",
+            wrapper: bool = False,
             _origin: tuple[str, str] = origin,
         ) -> None:
             if not isinstance(name, str) or not _NAME.match(name):
@@ -197,6 +201,7 @@ def _collect() -> dict[str, BackendInfo]:
                 distribution=_origin[0],
                 version=_origin[1],
                 description=description,
+                wrapper=bool(wrapper),
             )
 
         impl.function(register=register)
@@ -226,6 +231,38 @@ def _scheme_of(url: str) -> str:
     return url.split("://", 1)[0].lower()
 
 
+def _wrapped(installed: dict[str, BackendInfo], url: str) -> tuple[BackendInfo, str] | None:
+    """``(wrapper, inner URL)`` for ``<wrapper>+<inner URL>``, if ``url`` is one."""
+    scheme = _scheme_of(url)
+    head, plus, _ = scheme.partition("+")
+    info = installed.get(_registry.schemes.get(head, ""))
+    if not plus or info is None or not info.wrapper:
+        return None
+    return info, url[len(head) + 1 :]
+
+
+def _open_wrapper(info: BackendInfo, url: str, inner_url: str, options: dict[str, Any]) -> Store:
+    factory = info.load_factory()
+    wrap = getattr(factory, "wrap", None)
+    if wrap is None:
+        raise PluginError(
+            f"backend {info.name!r} is registered as a wrapper but its factory has no "
+            "wrap(open_inner, **options) classmethod"
+        )
+
+    def open_inner(**inner_options: Any) -> Store:
+        return open_store(inner_url, **inner_options)
+
+    backend = wrap(open_inner, **options)
+    capabilities = getattr(backend, "capabilities", None)
+    return Store(
+        backend,
+        name=info.name,
+        capabilities=info.capabilities if capabilities is None else capabilities,
+        url=url,
+    )
+
+
 def open_store(url_or_name: str | None = None, /, **options: Any) -> Store:
     """Open a store by URL (``"sqlite:///chats.db"``) or by backend name and options
     (``open_store("redis", url="redis://localhost")``).
@@ -233,6 +270,12 @@ def open_store(url_or_name: str | None = None, /, **options: Any) -> Store:
     With no argument, uses ``CHATKEEP_URL`` or else the embedded SQLite default
     ``sqlite:///chatkeep.db``. Raises :class:`~chatkeep.core.errors.UnknownBackend` (listing
     the installed backends) when nothing matches.
+
+    A wrapper backend composes by URL: ``open_store("encrypted+s3://bucket/chats")`` opens
+    the inner store (``s3://bucket/chats``) normally and hands it to the wrapper, whose
+    factory's ``wrap(open_inner, **options)`` receives the keyword options and a function
+    that opens the inner URL (with the options the wrapper passes on). A scheme registered
+    as a whole (``redis+cluster``) is not split.
     """
     if url_or_name is None:
         url_or_name = os.environ.get("CHATKEEP_URL") or DEFAULT_URL
@@ -244,6 +287,10 @@ def open_store(url_or_name: str | None = None, /, **options: Any) -> Store:
         url = url_or_name
         requested = _scheme_of(url)
         name = _registry.schemes.get(requested)
+        if name is None:
+            wrapped = _wrapped(installed, url)
+            if wrapped is not None:
+                return _open_wrapper(wrapped[0], url, wrapped[1], options)
     else:
         # A malformed URL ("redis:/u:pw@h") must not echo its credentials in the error.
         requested = name = url_or_name.split(":", 1)[0]
@@ -258,6 +305,13 @@ def open_store(url_or_name: str | None = None, /, **options: Any) -> Store:
             raise PluginError(problem)
         raise UnknownBackend(requested, installed)
     info = installed[name]
+    if info.wrapper:
+        if url is not None and url.lower().startswith(info.name + "+"):
+            return _open_wrapper(info, url, url[len(info.name) + 1 :], options)
+        raise PluginError(
+            f"{info.name!r} wraps another store: open it as '{info.name}+<inner URL>' "
+            f"(for example '{info.name}+sqlite:///chats.db')"
+        )
     factory = info.load_factory()
     from_url = getattr(factory, "from_url", None)
     if url is not None and from_url is not None:

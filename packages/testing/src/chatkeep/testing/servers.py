@@ -25,6 +25,7 @@ Azurite on port 10000 if it answers as the development account, else one started
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
 import shutil
@@ -189,19 +190,25 @@ def _dev_account_answers(endpoint: str) -> bool:
 def _azurite_binary(repo: Path) -> Path:
     directory = Path(os.environ.get("CHATKEEP_AZURITE_DIR") or repo / ".cache" / "azurite")
     binary = directory / "node_modules" / ".bin" / "azurite-blob"
-    if binary.exists():
-        return binary
     found = shutil.which("azurite-blob")
-    if found:
+    if found and not binary.exists():
         return Path(found)
     npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError("Node.js and npm are needed to install Azurite (not on PATH)")
-    directory.mkdir(parents=True, exist_ok=True)
-    command = [npm, "install", "--prefix", str(directory), "azurite@3", "--no-audit", "--no-fund"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    if result.returncode != 0 or not binary.exists():
-        raise RuntimeError(f"npm install azurite@3 failed: {result.stderr[-800:]}")
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    # Several test processes (pytest-xdist workers, nox sessions) may get here at once: one
+    # installs, the others wait; two npm installs into one folder leave it broken.
+    with open(directory.parent / "azurite.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if binary.exists():
+            return binary
+        if npm is None:
+            raise RuntimeError("Node.js and npm are needed to install Azurite (not on PATH)")
+        directory.mkdir(parents=True, exist_ok=True)
+        command = [npm, "install", "--prefix", str(directory), "azurite@3"]
+        command += ["--no-audit", "--no-fund"]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+        if result.returncode != 0 or not binary.exists():
+            raise RuntimeError(f"npm install azurite@3 failed: {result.stderr[-800:]}")
     return binary
 
 
@@ -235,6 +242,8 @@ def _start_azurite(cleanup: ExitStack, workdir: Path, repo: Path) -> str:
         if _listening(port):
             return f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}"
         time.sleep(0.1)
+    if process.poll() is not None:
+        raise RuntimeError(f"Azurite ({binary}) exited at start with status {process.returncode}")
     raise RuntimeError("Azurite did not start within 60 s")
 
 
