@@ -26,6 +26,7 @@ MEMBERS = {
     "postgres": "plugins/postgres",
     "s3": "plugins/s3",
     "azure_blob": "plugins/azure_blob",
+    "encrypted": "plugins/encrypted",
     "testing": "packages/testing",
     "cli": "packages/cli",
     "openai": "packages/openai",
@@ -35,7 +36,7 @@ MEMBERS = {
     "openai_agents": "packages/openai_agents",
     "langchain": "packages/langchain",
 }
-BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob"]
+BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob", "encrypted"]
 TYPED = ["core/src", *(f"{path}/src" for name, path in MEMBERS.items() if name != "core")]
 
 
