@@ -16,7 +16,7 @@ import nox
 
 nox.options.default_venv_backend = "uv"
 nox.options.error_on_missing_interpreters = True
-nox.options.sessions = ["lint", "types", "tests", "conformance", "repo", "demo"]
+nox.options.sessions = ["lint", "types", "tests", "conformance", "repo", "reliability", "demo"]
 
 ROOT = Path(__file__).parent
 MEMBERS = {
@@ -149,7 +149,15 @@ def oldest(session: nox.Session) -> None:
 def repo(session: nox.Session) -> None:
     """Repo-level tests: packaging, third-party plugin, CLI end to end."""
     _install(session)
-    _pytest(session, "tests")
+    _pytest(session, "tests", "--ignore=tests/reliability")
+
+
+@nox.session(tags=["ci"])
+def reliability(session: nox.Session) -> None:
+    """No acknowledged record lost or duplicated: many writers on every backend, servers
+    restarted and killed, connections cut, HTTP faults (sizes: CHATKEEP_RELIABILITY_SCALE)."""
+    _install(session)
+    _pytest(session, "tests/reliability")
 
 
 @nox.session(tags=["ci"])
