@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -13,11 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chatkeep.core import (
+    ChatkeepError,
+    Content,
     DataContent,
     EncodeError,
     FunctionCallContent,
     FunctionResultContent,
+    InvalidMessage,
     Message,
+    MessageSource,
     ReasoningContent,
     Role,
     TextContent,
@@ -28,7 +33,7 @@ from chatkeep.core import (
     message_from_dict,
     message_to_dict,
 )
-from chatkeep.core.codec import MARKER
+from chatkeep.core.codec import MARKER, content_from_dict, content_to_dict
 
 KNOWN_TYPES = {"text", "function_call", "function_result", "data", "uri", "text_reasoning"}
 ZONES = ["Europe/Oslo", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe", "UTC"]
@@ -48,7 +53,7 @@ json_scalars = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(),
-    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(),  # NaN and the infinities included: they round-trip too
     texts,
 )
 fixed_offsets = st.integers(min_value=-86399, max_value=86399).map(
@@ -87,25 +92,60 @@ properties = st.dictionaries(keys, extended_values, max_size=4)
 optional_text = st.one_of(st.none(), texts)
 media_types = st.from_regex(r"\A[a-z]{1,12}/[a-z0-9.+-]{1,20}(;[a-z]{1,8}=[a-z0-9-]{1,8})?\Z")
 
+# The fields each known type models (the codec's own table, restated so a change shows).
+MODELED = {
+    "text": {"type", "text", "additional_properties"},
+    "function_call": {"type", "call_id", "name", "arguments", "additional_properties"},
+    "function_result": {"type", "call_id", "result", "exception", "additional_properties"},
+    "data": {"type", "uri", "media_type", "additional_properties"},
+    "uri": {"type", "uri", "media_type", "additional_properties"},
+    "text_reasoning": {"type", "text", "protected_data", "additional_properties"},
+    "message": {"type", "role", "contents", "author_name", "message_id", "additional_properties"},
+}
+
+
+def extras(kind: str) -> st.SearchStrategy[dict[str, Any]]:
+    """``extra`` fields for type ``kind``: any name it does not model, any value."""
+    names = st.one_of(
+        st.text(max_size=10),
+        st.sampled_from(["annotations", "hosted", "items", "status", "id", MARKER, "value"]),
+    ).filter(lambda name: name not in MODELED[kind])
+    return st.dictionaries(names, extended_values, max_size=3)
+
+
 contents = st.one_of(
-    st.builds(TextContent, texts, properties),
+    st.builds(TextContent, texts, properties, extras("text")),
     st.builds(
         FunctionCallContent,
         texts,
         texts,
         st.one_of(st.none(), texts, st.dictionaries(keys, extended_values, max_size=4)),
         properties,
+        extras("function_call"),
     ),
-    st.builds(FunctionResultContent, texts, extended_values, optional_text, properties),
-    st.builds(DataContent, st.binary(max_size=200), media_types, properties),
-    st.builds(UriContent, texts, st.one_of(st.none(), media_types), properties),
-    st.builds(ReasoningContent, optional_text, optional_text, properties),
+    st.builds(
+        FunctionResultContent,
+        texts,
+        extended_values,
+        optional_text,
+        properties,
+        extras("function_result"),
+    ),
+    st.builds(
+        DataContent,
+        st.binary(max_size=200),
+        media_types,
+        properties,
+        extras("data").filter(lambda extra: "uri" not in extra),
+    ),
+    st.builds(UriContent, texts, st.one_of(st.none(), media_types), properties, extras("uri")),
+    st.builds(ReasoningContent, optional_text, optional_text, properties, extras("text_reasoning")),
     st.builds(
         UnknownContent,
         st.builds(
             lambda kind, rest: {**rest, "type": kind} if kind is not None else rest,
             st.one_of(st.none(), st.text().filter(lambda kind: kind not in KNOWN_TYPES)),
-            st.dictionaries(st.text(max_size=8).filter(lambda k: k != "type"), json_values),
+            st.dictionaries(keys.filter(lambda k: k != "type"), extended_values, max_size=4),
         ),
     ),
 )
@@ -116,6 +156,7 @@ messages = st.builds(
     optional_text,
     optional_text,
     properties,
+    extras("message"),
 )
 
 
@@ -127,9 +168,37 @@ def _strict_loads(data: bytes) -> Any:
     return json.loads(data.decode("utf-8"), parse_constant=_strict_constant)
 
 
+class _NaN:
+    """Stands for NaN in a comparison (NaN is unequal to itself, so == cannot see it)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _NaN)
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "NaN"
+
+
+def nan_safe(value: Any) -> Any:
+    """``value`` with every NaN replaced by a :class:`_NaN`, types kept (for ==)."""
+    if isinstance(value, float) and math.isnan(value):
+        return _NaN()
+    if isinstance(value, list):
+        return [nan_safe(item) for item in value]
+    if isinstance(value, dict):
+        return {key: nan_safe(item) for key, item in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return (type(value), tuple(nan_safe(getattr(value, f.name)) for f in fields))
+    return value
+
+
 def assert_same(decoded: Message, original: Message) -> None:
-    """Equal, and equal in every detail == ignores (fold, bytes vs str, int vs float, order)."""
-    assert decoded == original
+    """Equal (NaN where NaN was), and equal in every detail == ignores (fold, bytes vs str,
+    int vs float, order)."""
+    assert nan_safe(decoded) == nan_safe(original)
     assert repr(decoded) == repr(original)
 
 
@@ -351,6 +420,216 @@ def test_decodes_literal_maf_output() -> None:
     assert_same(decode_message(encode_message(result)), result)
 
 
+# -- NaN and the infinities ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "tag"), [(math.nan, "NaN"), (math.inf, "Infinity"),
+                                            (-math.inf, "-Infinity")])  # fmt: skip
+def test_non_finite_floats_round_trip_as_strict_json(value: float, tag: str) -> None:
+    message = Message(
+        "tool",
+        [
+            FunctionCallContent("c", "f", {"x": value}),
+            FunctionResultContent("c", [1, value], extra={"score": value}),
+            UnknownContent({"type": "future", "v": value}),
+        ],
+        additional_properties={"deep": [{"v": value}]},
+        extra={"top": value},
+    )
+    encoded = encode_message(message)
+    raw = _strict_loads(encoded)  # no NaN/Infinity tokens: any JSON reader accepts it
+    tagged = {MARKER: "float", "value": tag}
+    assert raw["additional_properties"] == {"deep": [{"v": tagged}]}
+    assert raw["top"] == tagged
+    assert raw["contents"][0]["arguments"] == {"x": tagged}
+    assert raw["contents"][1]["result"] == [1, tagged]
+    assert raw["contents"][1]["score"] == tagged
+    assert raw["contents"][2] == {"type": "future", "v": tagged}
+    back = decode_message(encoded)
+    assert_same(back, message)
+    result = back.contents[1]
+    assert isinstance(result, FunctionResultContent)
+    assert isinstance(result.result[1], float)
+    assert repr(result.result[1]) == repr(value)
+
+
+def test_reads_the_nan_tokens_maf_file_store_writes() -> None:
+    # MAF's FileHistoryProvider falls back to Python's json for non-finite floats, which
+    # writes NaN/Infinity tokens; such a line is read, and written back as strict JSON.
+    line = (
+        b'{"type":"message","role":"user","contents":[{"type":"text","text":"hi",'
+        b'"additional_properties":{}}],"additional_properties":{"a":NaN,"b":-Infinity}}'
+    )
+    message = decode_message(line)
+    assert math.isnan(message.additional_properties["a"])
+    assert message.additional_properties["b"] == -math.inf
+    assert _strict_loads(encode_message(message))["additional_properties"]["a"] == {
+        MARKER: "float",
+        "value": "NaN",
+    }
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", 1.5, None, ["NaN"]])
+def test_a_damaged_float_tag_is_refused(bad: object) -> None:
+    data = _message_json(additional_properties={"x": {MARKER: "float", "value": bad}})
+    with pytest.raises(InvalidMessage):
+        decode_message(data)
+
+
+# -- fields chatkeep does not model ---------------------------------------------------------
+
+
+def test_unmodeled_fields_of_known_contents_are_kept_verbatim() -> None:
+    raw = {
+        "type": "message",
+        "role": "assistant",
+        "contents": [
+            {
+                "type": "text",
+                "text": "see [1]",
+                "annotations": [{"type": "citation", "url": "https://e.org", "title": "E"}],
+                "additional_properties": {},
+            },
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}",
+             "hosted": False, "informational_only": True},
+            {"type": "function_result", "call_id": "c", "result": "ok", "status": "completed",
+             "id": "fc_1", "items": [{"type": "text", "text": "ok"}]},
+            {"type": "data", "uri": "data:image/png;base64,AAE=", "media_type": "image/png",
+             "name": "dot.png", "file_id": "file_1"},
+            {"type": "uri", "uri": "https://e.org/a.pdf", "name": "a.pdf"},
+            {"type": "text_reasoning", "text": "hm", "id": "rs_1"},
+        ],
+        "message_id": "m1",
+        "created_at": "2026-01-01T00:00:00Z",
+        "additional_properties": {},
+    }  # fmt: skip
+    message = message_from_dict(raw)
+    text, call, result, data, uri, reasoning = message.contents
+    assert isinstance(text, TextContent)
+    assert text.extra == {"annotations": raw["contents"][0]["annotations"]}
+    assert isinstance(call, FunctionCallContent)
+    assert call.extra == {"hosted": False, "informational_only": True}
+    assert isinstance(result, FunctionResultContent)
+    assert result.result == "ok"
+    items = [{"type": "text", "text": "ok"}]
+    assert result.extra == {"status": "completed", "id": "fc_1", "items": items}
+    assert isinstance(data, DataContent)
+    assert data.data == b"\x00\x01"
+    assert data.extra == {"name": "dot.png", "file_id": "file_1"}
+    assert isinstance(uri, UriContent)
+    assert uri.extra == {"name": "a.pdf"}
+    assert isinstance(reasoning, ReasoningContent)
+    assert reasoning.extra == {"id": "rs_1"}
+    assert message.extra == {"created_at": "2026-01-01T00:00:00Z"}
+    written = _strict_loads(encode_message(message))
+    # Everything comes back; only the empty per-content additional_properties are left out.
+    del raw["contents"][0]["additional_properties"]
+    assert written == raw
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        TextContent("x", extra={"text": "other"}),
+        FunctionCallContent("c", "f", extra={"arguments": "{}"}),
+        FunctionResultContent("c", extra={"type": "text"}),
+        UriContent("https://e.org", extra={"media_type": "text/html"}),
+        ReasoningContent("r", extra={"additional_properties": {}}),
+        DataContent(b"x", extra={"media_type": "a/b"}),
+    ],
+    ids=repr,
+)
+def test_extra_may_not_shadow_a_modeled_field(content: Content) -> None:
+    with pytest.raises(EncodeError, match="set the attribute"):
+        encode_message(Message("user", [content]))
+
+
+def test_message_extra_may_not_shadow_a_modeled_field() -> None:
+    with pytest.raises(EncodeError, match="set the attribute"):
+        encode_message(Message("user", "x", extra={"role": "system"}))
+
+
+def test_tagged_and_untagged_copies_keep_extra() -> None:
+    message = Message("user", "x", message_id="m", extra={"created_at": "now"})
+    tagged = message.tagged(MessageSource.CHAT_HISTORY, "p")
+    assert tagged.extra == {"created_at": "now"}
+    assert tagged.untagged().extra == {"created_at": "now"}
+    assert tagged.untagged() == message
+
+
+@pytest.mark.parametrize(
+    ("uri", "media_type", "data"),
+    [
+        ("data:text/plain;charset=utf-8;base64,aGk=", "text/plain", b"hi"),  # MAF's from_uri
+        ("data:,Hello%2C%20World", "text/plain", b"Hello, World"),  # not base64 (RFC 2397)
+        ("data:image/png;base64,AAE=", "image/jpeg", b"\x00\x01"),  # header != media_type
+        # base64 with non-zero padding bits ("AAE=" is the canonical form of the same bytes)
+        ("data:application/octet-stream;base64,AAF=", "application/octet-stream", b"\x00\x01"),
+    ],
+)
+def test_data_uris_in_other_forms_come_back_as_they_were(
+    uri: str, media_type: str, data: bytes
+) -> None:
+    raw = {"type": "data", "uri": uri, "media_type": media_type}
+    message = message_from_dict({"type": "message", "role": "user", "contents": [raw]})
+    content = message.contents[0]
+    assert isinstance(content, DataContent)
+    assert content.data == data
+    assert content.media_type == media_type
+    assert _strict_loads(encode_message(message))["contents"][0] == raw
+    assert_same(decode_message(encode_message(message)), message)
+    # Once the data changes, the kept URI no longer holds it: the canonical form is written.
+    changed = dataclasses.replace(content, data=b"new")
+    written = content_to_dict(changed)
+    assert written["uri"] == f"data:{media_type};base64,bmV3"
+
+
+def test_data_uri_without_media_type_takes_the_uris() -> None:
+    raw = {"type": "data", "uri": "data:image/gif;base64,R0lG"}
+    content = content_from_dict(raw)
+    assert isinstance(content, DataContent)
+    assert content.media_type == "image/gif"
+    assert content.extra == {}
+    assert content_to_dict(content) == {**raw, "media_type": "image/gif"}
+
+
+# -- what is not a message ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"role": "user", "content": "Hello"},  # an OpenAI-style dict: no "type"
+        {"role": "user", "contents": [{"type": "text", "text": "Hello"}]},
+        {},
+        {"type": "function_call", "call_id": "c", "name": "f"},
+        {"type": "chatkeep.retract", "target": "x"},
+        {"type": None, "role": "user"},
+    ],
+)
+def test_a_dict_that_is_not_a_message_is_refused(raw: dict[str, Any]) -> None:
+    with pytest.raises(InvalidMessage, match="not a message"):
+        message_from_dict(raw)
+    with pytest.raises(InvalidMessage):
+        decode_message(json.dumps(raw).encode())
+
+
+def test_the_refusal_names_the_keys_it_found() -> None:
+    with pytest.raises(InvalidMessage) as caught:
+        message_from_dict({"role": "user", "content": "Hello"})
+    assert "content, role" in str(caught.value)
+    assert isinstance(caught.value, ChatkeepError)
+    assert isinstance(caught.value, ValueError)
+
+
+@pytest.mark.parametrize("raw", [None, "message", 5, ["type", "message"]])
+def test_a_non_dict_is_refused(raw: Any) -> None:
+    with pytest.raises(InvalidMessage):
+        message_from_dict(raw)
+    with pytest.raises(InvalidMessage):
+        content_from_dict(raw)
+
+
 # -- refusing what would not round-trip ----------------------------------------------------
 
 
@@ -361,10 +640,6 @@ class _Thing:
 @pytest.mark.parametrize(
     "message",
     [
-        Message("user", "x", additional_properties={"score": math.nan}),
-        Message("user", "x", additional_properties={"deep": [{"v": math.inf}]}),
-        Message("assistant", [FunctionCallContent("c", "f", {"x": -math.inf})]),
-        Message("tool", [FunctionResultContent("c", [1, math.nan])]),
         Message("user", "x", additional_properties={"d": {1: "int key"}}),
         Message("tool", [FunctionResultContent("c", {(1, 2): "tuple key"})]),
         Message("tool", [FunctionResultContent("c", {1, 2, 3})]),
@@ -372,8 +647,9 @@ class _Thing:
         Message("user", "x", additional_properties={"obj": _Thing()}),
         Message("user", [TextContent("x", {"obj": object()})]),
         Message("user", "lone surrogate \ud800 in text"),
-        Message("user", [UnknownContent({"type": "future", "v": math.nan})]),
-        Message("user", [UnknownContent({"type": "future", "v": b"bytes"})]),
+        Message("user", [UnknownContent({"type": "future", "v": {"obj": _Thing()}})]),
+        Message("user", [TextContent("x", extra={"annotations": [{1, 2}]})]),
+        Message("user", "x", extra={"created_at": object()}),
     ],
     ids=lambda m: repr(m)[:60],
 )
@@ -392,6 +668,7 @@ def test_unknown_content_with_non_str_keys_is_refused() -> None:
 def test_encode_error_is_both_type_and_value_error() -> None:
     assert issubclass(EncodeError, TypeError)
     assert issubclass(EncodeError, ValueError)
+    assert issubclass(EncodeError, ChatkeepError)
 
 
 # -- corrupt input --------------------------------------------------------------------------
@@ -446,8 +723,8 @@ def _message_json(**overrides: Any) -> bytes:
         _message_json(additional_properties={"d": {MARKER: "martian", "value": 1}}),
     ],
 )
-def test_corrupt_input_raises_value_error(data: bytes) -> None:
-    with pytest.raises(ValueError):
+def test_corrupt_input_raises_invalid_message(data: bytes) -> None:
+    with pytest.raises(InvalidMessage):
         decode_message(data)
 
 

@@ -6,14 +6,28 @@ The JSON is the shape Microsoft Agent Framework's ``Message.to_dict()`` writes::
      "contents": [{"type": "text", "text": "hi"}],
      "message_id": "...", "additional_properties": {}}
 
-Unlike plain JSON, values inside ``additional_properties``, tool ``arguments`` and tool
-``result`` may be ``bytes`` and ``datetime``/``date``/``time`` and still come back equal: they
-are written as ``{"__chatkeep__": "<kind>", "value": ...}``. A user dict that itself has a
-``"__chatkeep__"`` key is wrapped the same way, so it cannot be mistaken for one. JSON arrays
-decode as lists (a tuple comes back as a list); dict keys must be strings; NaN and infinities
-are refused, so every record is strict JSON that a database can index.
+Nothing is lost on the way through:
 
-``decode_message(encode_message(m)) == m`` for every message.
+- Fields chatkeep does not model are kept: a known content's or a message's other fields
+  go to its ``extra`` and are written back verbatim (MAF's ``annotations``, ``hosted``,
+  ``items``, ``status``, ``id``, ``name``, ...); a content type chatkeep does not know is an
+  :class:`~chatkeep.core.messages.UnknownContent` holding its whole dict.
+- Values that plain JSON cannot hold are written as tagged objects,
+  ``{"__chatkeep__": "<kind>", "value": ...}``, anywhere below a field (in
+  ``additional_properties``, tool ``arguments`` and ``result``, ``extra`` fields and unknown
+  contents): ``bytes`` (base64), ``datetime``/``date``/``time`` (ISO 8601, with the zone
+  name and ``fold``), and NaN and the infinities (``"float"``: ``"NaN"``, ``"Infinity"``,
+  ``"-Infinity"``). A user dict that itself has a ``"__chatkeep__"`` key is wrapped the same
+  way (``"dict"``), so it cannot be mistaken for one. Every record is therefore strict JSON
+  (RFC 8259) that any reader, ``jq`` or a database's JSON type accepts; MAF's own file store
+  instead writes the non-standard ``NaN``/``Infinity`` tokens, which this decoder also reads.
+- JSON arrays decode as lists (a tuple comes back as a list); dict keys must be strings.
+
+``decode_message(encode_message(m)) == m`` for every message (NaN compares unequal to
+itself, so such messages come back with NaN in the same places). What is not a message
+(``{"role": "user", "content": "Hello"}`` has no ``"type": "message"``) raises
+:class:`~chatkeep.core.errors.InvalidMessage`, never decodes to an empty message; what
+cannot be stored raises :class:`~chatkeep.core.errors.EncodeError`.
 """
 
 from __future__ import annotations
@@ -25,8 +39,9 @@ import json
 import math
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
-from .errors import EncodeError
+from .errors import EncodeError, InvalidMessage
 from .messages import (
     Content,
     DataContent,
@@ -42,6 +57,7 @@ from .messages import (
 __all__ = [
     "MARKER",
     "EncodeError",
+    "InvalidMessage",
     "content_from_dict",
     "content_to_dict",
     "decode_message",
@@ -51,24 +67,49 @@ __all__ = [
 ]
 
 MARKER = "__chatkeep__"
-_MARKER_BYTES = b'"__chatkeep__"'
 _dumps = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=True
 ).encode
 _loads = json.loads
+
+#: The ``"float"`` tag's values (what ``float()`` parses back).
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+#: The fields each known type models; any other field of its dict goes to ``extra``.
+_MESSAGE_FIELDS = frozenset(
+    {"type", "role", "contents", "author_name", "message_id", "additional_properties"}
+)
+_FIELDS: dict[str, frozenset[str]] = {
+    "text": frozenset({"type", "text", "additional_properties"}),
+    "function_call": frozenset({"type", "call_id", "name", "arguments", "additional_properties"}),
+    "function_result": frozenset(
+        {"type", "call_id", "result", "exception", "additional_properties"}
+    ),
+    "data": frozenset({"type", "uri", "media_type", "additional_properties"}),
+    "uri": frozenset({"type", "uri", "media_type", "additional_properties"}),
+    "text_reasoning": frozenset({"type", "text", "protected_data", "additional_properties"}),
+}
+_TEXT = _FIELDS["text"]
+_CALL = _FIELDS["function_call"]
+_RESULT = _FIELDS["function_result"]
+_DATA = _FIELDS["data"]
+_URI = _FIELDS["uri"]
+_REASONING = _FIELDS["text_reasoning"]
 
 
 # -- extended JSON values ------------------------------------------------------------------
 
 
 def _pack(value: Any) -> Any:
-    """Turn a value with bytes/datetimes into plain JSON data (tagged where needed)."""
+    """Turn a value with bytes/datetimes/non-finite floats into plain JSON data (tagged
+    where needed)."""
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
-        if not math.isfinite(value):
-            raise EncodeError(f"{value!r} is not valid JSON; store it as a string")
-        return value
+        if math.isfinite(value):
+            return value
+        kind = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        return {MARKER: "float", "value": kind}
     if isinstance(value, Mapping):
         packed: dict[str, Any] = {}
         for key, item in value.items():
@@ -102,28 +143,6 @@ def _pack(value: Any) -> Any:
     )
 
 
-def _check_plain_json(value: Any) -> None:
-    """Refuse what would not come back unchanged as plain JSON (unknown contents are
-    stored verbatim, without tagging)."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise EncodeError(f"{value!r} is not valid JSON")
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise EncodeError(f"dict keys must be str to round-trip, not {key!r}")
-            _check_plain_json(item)
-        return
-    if isinstance(value, list):
-        for item in value:
-            _check_plain_json(item)
-        return
-    raise EncodeError(f"an unknown content may hold only JSON values, not {type(value).__name__}")
-
-
 def _unpack(value: Any) -> Any:
     if isinstance(value, list):
         return [_unpack(item) for item in value]
@@ -133,6 +152,10 @@ def _unpack(value: Any) -> Any:
     if kind is None:
         return {key: _unpack(item) for key, item in value.items()}
     raw: Any = value.get("value")
+    if kind == "float":
+        if raw not in _NON_FINITE:
+            raise InvalidMessage(f"a float tag needs NaN, Infinity or -Infinity, not {raw!r}")
+        return _NON_FINITE[raw]
     if kind == "dict":
         return {key: _unpack(item) for key, item in raw.items()}
     if kind == "bytes":
@@ -150,11 +173,26 @@ def _unpack(value: Any) -> Any:
     if kind == "time":
         parsed_time = dt.time.fromisoformat(raw)
         return parsed_time.replace(fold=1) if value.get("fold") else parsed_time
-    raise ValueError(f"unknown tagged value kind {kind!r}")
+    raise InvalidMessage(f"unknown tagged value kind {kind!r}")
 
 
-def _properties_out(target: dict[str, Any], properties: dict[str, Any]) -> None:
-    target["additional_properties"] = _pack(properties) if properties else {}
+def _fields_out(out: dict[str, Any], fields: dict[str, Any], modeled: frozenset[str]) -> None:
+    """Write a content's or message's ``extra`` fields after the modeled ones."""
+    for key, value in fields.items():
+        if key in modeled:
+            raise EncodeError(
+                f"extra field {key!r} is one chatkeep models on {out['type']!r}; "
+                "set the attribute instead"
+            )
+        if not isinstance(key, str):
+            raise EncodeError(f"extra field names must be str, not {key!r}")
+        out[key] = _pack(value)
+
+
+def _fields_in(raw: Mapping[str, Any], modeled: frozenset[str]) -> dict[str, Any]:
+    """The fields of ``raw`` that are not ``modeled``, unpacked. (Callers test
+    ``raw.keys() <= modeled`` first, the usual case, inline: a call costs more.)"""
+    return {key: _unpack(value) for key, value in raw.items() if key not in modeled}
 
 
 # -- contents -------------------------------------------------------------------------------
@@ -163,10 +201,14 @@ def _properties_out(target: dict[str, Any], properties: dict[str, Any]) -> None:
 def content_to_dict(content: Content) -> dict[str, Any]:
     """The MAF-shaped dict of one content."""
     if isinstance(content, UnknownContent):
-        _check_plain_json(content.raw)
-        return dict(content.raw)
+        out: dict[str, Any] = {}
+        for key, value in content.raw.items():
+            if not isinstance(key, str):
+                raise EncodeError(f"content field names must be str, not {key!r}")
+            out[key] = _pack(value)
+        return out
     if isinstance(content, TextContent):
-        out: dict[str, Any] = {"type": "text", "text": content.text}
+        out = {"type": "text", "text": content.text}
     elif isinstance(content, FunctionCallContent):
         out = {"type": "function_call", "call_id": content.call_id, "name": content.name}
         if content.arguments is not None:
@@ -178,12 +220,7 @@ def content_to_dict(content: Content) -> dict[str, Any]:
         if content.exception is not None:
             out["exception"] = content.exception
     elif isinstance(content, DataContent):
-        encoded = base64.b64encode(content.data).decode("ascii")
-        out = {
-            "type": "data",
-            "uri": f"data:{content.media_type};base64,{encoded}",
-            "media_type": content.media_type,
-        }
+        out = {"type": "data", "uri": _data_uri(content), "media_type": content.media_type}
     elif isinstance(content, UriContent):
         out = {"type": "uri", "uri": content.uri}
         if content.media_type is not None:
@@ -198,7 +235,46 @@ def content_to_dict(content: Content) -> dict[str, Any]:
         raise EncodeError(f"not a chatkeep content: {type(content).__name__}")
     if content.additional_properties:
         out["additional_properties"] = _pack(content.additional_properties)
+    if content.extra:
+        extra = content.extra
+        if isinstance(content, DataContent) and "uri" in extra:
+            extra = {key: value for key, value in extra.items() if key != "uri"}
+        _fields_out(out, extra, _FIELDS[out["type"]])
     return out
+
+
+def _data_uri(content: DataContent) -> str:
+    """The data URI to write: the stored one kept in ``extra`` while it still holds
+    ``data``, else chatkeep's canonical base64 form."""
+    kept = content.extra.get("uri")
+    if isinstance(kept, str):
+        try:
+            if _data_uri_bytes(kept) == content.data:
+                return kept
+        except (InvalidMessage, binascii.Error, ValueError):
+            pass
+    encoded = base64.b64encode(content.data).decode("ascii")
+    return f"data:{content.media_type};base64,{encoded}"
+
+
+def _split_data_uri(uri: str) -> tuple[str, str, bool]:
+    """``(header without "data:", payload, is_base64)`` of an RFC 2397 data URI."""
+    if not uri.startswith("data:"):
+        raise InvalidMessage("data content needs a data: URI")
+    header, sep, payload = uri.rpartition(",")  # base64 never contains a comma
+    if sep and header.endswith(";base64"):
+        return header[5:-7], payload, True
+    header, sep, payload = uri.partition(",")  # percent-encoded data may contain commas
+    if not sep:
+        raise InvalidMessage("a data URI needs a comma before its data")
+    return header[5:], payload, False
+
+
+def _data_uri_bytes(uri: str) -> bytes:
+    _, payload, is_base64 = _split_data_uri(uri)
+    if is_base64:
+        return base64.b64decode(payload, validate=True)
+    return unquote_to_bytes(payload)
 
 
 def _properties_in(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -206,54 +282,92 @@ def _properties_in(raw: Mapping[str, Any]) -> dict[str, Any]:
     if not properties:
         return {}
     if not isinstance(properties, dict):
-        raise ValueError("additional_properties must be an object")
+        raise InvalidMessage("additional_properties must be an object")
     result: dict[str, Any] = _unpack(properties)
     return result
 
 
-def content_from_dict(raw: Mapping[str, Any]) -> Content:
-    """Rebuild a content from its dict; unknown ``type`` values become UnknownContent."""
+def _data_from_dict(raw: Mapping[str, Any], extra: dict[str, Any]) -> DataContent:
+    uri = _str(raw, "uri")
+    header, payload, is_base64 = _split_data_uri(uri)
+    if is_base64:
+        try:
+            data = base64.b64decode(payload, validate=True)
+        except binascii.Error as exc:
+            raise InvalidMessage(f"data content has invalid base64: {exc}") from None
+    else:
+        data = unquote_to_bytes(payload)
+    media_type = raw.get("media_type")
+    if not isinstance(media_type, str):
+        media_type = header.partition(";")[0] if not is_base64 else header
+        media_type = media_type or ("application/octet-stream" if is_base64 else "text/plain")
+    if not (
+        is_base64 and header == media_type and payload == base64.b64encode(data).decode("ascii")
+    ):
+        extra["uri"] = uri  # not the form chatkeep writes: keep it as it was
+    return DataContent(data, media_type, _properties_in(raw), extra)
+
+
+def _content_from_dict(raw: Mapping[str, Any]) -> Content:
+    # A chain of comparisons is faster than a table lookup here; each branch takes the
+    # fields its type does not model (usually none: a C-speed set comparison says so).
     kind = raw.get("type")
     if kind == "text":
-        return TextContent(_str(raw, "text"), _properties_in(raw))
+        # len 2: "type" and "text" (anything else fails the _str check below)
+        extra = {} if len(raw) == 2 or raw.keys() <= _TEXT else _fields_in(raw, _TEXT)
+        return TextContent(_str(raw, "text"), _properties_in(raw), extra)
     if kind == "function_call":
+        extra = {} if raw.keys() <= _CALL else _fields_in(raw, _CALL)
         return FunctionCallContent(
             _str(raw, "call_id"),
             _str(raw, "name"),
             _unpack(raw.get("arguments")),
             _properties_in(raw),
+            extra,
         )
     if kind == "function_result":
+        extra = {} if raw.keys() <= _RESULT else _fields_in(raw, _RESULT)
         return FunctionResultContent(
             _str(raw, "call_id"),
             _unpack(raw.get("result")),
             raw.get("exception"),
             _properties_in(raw),
+            extra,
         )
     if kind == "data":
-        uri = _str(raw, "uri")
-        header, sep, payload = uri.rpartition(",")  # base64 never contains a comma
-        if not sep or not header.startswith("data:") or not header.endswith(";base64"):
-            raise ValueError("data content needs a base64 data URI")
-        try:
-            data = base64.b64decode(payload, validate=True)
-        except binascii.Error as exc:
-            raise ValueError(f"data content has invalid base64: {exc}") from None
-        media_type = raw.get("media_type")
-        if not isinstance(media_type, str):
-            media_type = header[5:-7] or "application/octet-stream"
-        return DataContent(data, media_type, _properties_in(raw))
+        return _data_from_dict(raw, {} if raw.keys() <= _DATA else _fields_in(raw, _DATA))
     if kind == "uri":
-        return UriContent(_str(raw, "uri"), raw.get("media_type"), _properties_in(raw))
+        extra = {} if raw.keys() <= _URI else _fields_in(raw, _URI)
+        return UriContent(_str(raw, "uri"), raw.get("media_type"), _properties_in(raw), extra)
     if kind == "text_reasoning":
-        return ReasoningContent(raw.get("text"), raw.get("protected_data"), _properties_in(raw))
-    return UnknownContent(dict(raw))
+        extra = {} if raw.keys() <= _REASONING else _fields_in(raw, _REASONING)
+        return ReasoningContent(
+            raw.get("text"), raw.get("protected_data"), _properties_in(raw), extra
+        )
+    return UnknownContent({key: _unpack(value) for key, value in raw.items()})
+
+
+def content_from_dict(raw: Mapping[str, Any]) -> Content:
+    """Rebuild a content from its dict; unknown ``type`` values become UnknownContent.
+
+    Raises :class:`~chatkeep.core.errors.InvalidMessage` for a damaged known content.
+    """
+    try:
+        return _content_from_dict(raw)
+    except InvalidMessage:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        if not isinstance(raw, Mapping):
+            raise InvalidMessage(f"a content must be an object, not {type(raw).__name__}") from None
+        raise InvalidMessage(f"malformed content: {exc}") from None
+    except RecursionError:
+        raise InvalidMessage("content nested too deeply") from None
 
 
 def _str(raw: Mapping[str, Any], key: str) -> str:
     value = raw.get(key)
     if not isinstance(value, str):
-        raise ValueError(f"{raw.get('type')} content needs a string {key!r}")
+        raise InvalidMessage(f"{raw.get('type')} content needs a string {key!r}")
     return value
 
 
@@ -271,61 +385,99 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         out["author_name"] = message.author_name
     if message.message_id is not None:
         out["message_id"] = message.message_id
-    _properties_out(out, message.additional_properties)
+    properties = message.additional_properties
+    out["additional_properties"] = _pack(properties) if properties else {}
+    if message.extra:
+        _fields_out(out, message.extra, _MESSAGE_FIELDS)
     return out
 
 
-def message_from_dict(raw: Mapping[str, Any]) -> Message:
-    """Rebuild a message from :func:`message_to_dict` output (or MAF's ``to_dict()``)."""
-    if raw.get("type", "message") not in ("message", "chat_message"):
-        raise ValueError(f"not a message: type {raw.get('type')!r}")
+_MESSAGE_TYPES = ("message", "chat_message")  # older MAF releases wrote "chat_message"
+
+
+def _message_from_dict(raw: Mapping[str, Any]) -> Message:
+    kind = raw.get("type")  # not a mapping: AttributeError, reported by the caller
+    if kind not in _MESSAGE_TYPES:
+        if kind is None:
+            keys = ", ".join(sorted(map(str, raw))) or "none"
+            raise InvalidMessage(
+                f'not a message: it has no "type": "message" (its keys: {keys}); build a '
+                "chatkeep Message, or pass the output of message_to_dict() or MAF's "
+                "Message.to_dict()"
+            )
+        raise InvalidMessage(f"not a message: type {kind!r}")
     role = raw.get("role")
     if isinstance(role, Mapping):  # older MAF wrote {"type": "role", "value": "user"}
         role = role.get("value")
     if not isinstance(role, str) or not role:
-        raise ValueError("message needs a non-empty string role")
+        raise InvalidMessage("message needs a non-empty string role")
     contents = raw.get("contents", [])
     if not isinstance(contents, list):
-        raise ValueError("message contents must be a list")
+        raise InvalidMessage("message contents must be a list")
     author_name = raw.get("author_name")
+    if author_name is not None and not isinstance(author_name, str):
+        raise InvalidMessage(f"message author_name must be a string, not {author_name!r}")
     message_id = raw.get("message_id")
-    for key, value in (("author_name", author_name), ("message_id", message_id)):
-        if value is not None and not isinstance(value, str):
-            raise ValueError(f"message {key} must be a string, not {type(value).__name__}")
+    if message_id is not None and not isinstance(message_id, str):
+        raise InvalidMessage(f"message message_id must be a string, not {message_id!r}")
     return Message(
         role,
-        [content_from_dict(item) for item in contents],
+        [_content_from_dict(item) for item in contents],
         author_name,
         message_id,
         _properties_in(raw),
+        {} if raw.keys() <= _MESSAGE_FIELDS else _fields_in(raw, _MESSAGE_FIELDS),
     )
 
 
+def message_from_dict(raw: Mapping[str, Any]) -> Message:
+    """Rebuild a message from :func:`message_to_dict` output (or MAF's ``to_dict()``).
+
+    Raises :class:`~chatkeep.core.errors.InvalidMessage` (a ``ValueError``) for anything
+    that is not such a message, e.g. ``{"role": "user", "content": "Hello"}``.
+    """
+    try:
+        return _message_from_dict(raw)
+    except InvalidMessage:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        if not isinstance(raw, Mapping):
+            raise InvalidMessage(f"a message must be an object, not {type(raw).__name__}") from None
+        raise InvalidMessage(f"malformed message: {exc}") from None
+    except RecursionError:
+        raise InvalidMessage("message nested too deeply") from None
+
+
 def encode_message(message: Message) -> bytes:
-    """Encode ``message`` as compact UTF-8 JSON. Raises :class:`EncodeError` for values that
-    would not round-trip."""
+    """Encode ``message`` as compact UTF-8 JSON (strict: no NaN tokens). Raises
+    :class:`~chatkeep.core.errors.EncodeError` for values that would not round-trip."""
     try:
         return _dumps(message_to_dict(message)).encode("utf-8")
     except (TypeError, ValueError) as exc:
         if isinstance(exc, EncodeError):
             raise
         raise EncodeError(f"message cannot be encoded: {exc}") from exc
+    except RecursionError:
+        raise EncodeError("message nested too deeply to encode") from None
 
 
 def decode_message(data: bytes) -> Message:
-    """Decode bytes written by :func:`encode_message`. Raises ``ValueError`` on bad input
-    (callers reading a store turn it into ``CorruptRecord`` with the record's position)."""
+    """Decode bytes written by :func:`encode_message` (or a MAF message's JSON). Raises
+    :class:`~chatkeep.core.errors.InvalidMessage` (a ``ValueError``) on bad input; callers
+    reading a store turn it into ``CorruptRecord`` with the record's position."""
     try:
         raw = _loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"not JSON: {exc}") from None
+        raise InvalidMessage(f"not JSON: {exc}") from None
     except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
-    if not isinstance(raw, dict):
-        raise ValueError("a message record must be a JSON object")
+        raise InvalidMessage("JSON nested too deeply") from None
+    if type(raw) is not dict:
+        raise InvalidMessage(f"a message must be a JSON object, not {type(raw).__name__}")
     try:
-        return message_from_dict(raw)
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"malformed message: {exc}") from None
+        return _message_from_dict(raw)  # message_from_dict, one call less (the hot path)
+    except InvalidMessage:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise InvalidMessage(f"malformed message: {exc}") from None
     except RecursionError:
-        raise ValueError("message nested too deeply") from None
+        raise InvalidMessage("message nested too deeply") from None

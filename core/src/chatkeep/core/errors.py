@@ -15,6 +15,7 @@ __all__ = [
     "CorruptRecord",
     "EncodeError",
     "HistoryConflict",
+    "InvalidMessage",
     "InvalidOption",
     "InvalidRecord",
     "InvalidSessionId",
@@ -57,8 +58,21 @@ class InvalidRecord(ChatkeepError, ValueError):
     or an id repeated within one batch)."""
 
 
+class InvalidMessage(ChatkeepError, ValueError):
+    """A dict or JSON document is not a message chatkeep (or MAF) wrote: no
+    ``"type": "message"``, a field of the wrong type, a damaged content.
+
+    Raised by :func:`chatkeep.core.message_from_dict` and
+    :func:`chatkeep.core.decode_message` (readers of a store turn it into
+    :class:`CorruptRecord` naming the session and position). Build messages with
+    :class:`chatkeep.core.Message`, or pass MAF's ``Message.to_dict()`` output.
+    """
+
+
 class EncodeError(ChatkeepError, TypeError, ValueError):
-    """A value cannot be stored losslessly (a non-str dict key, NaN, an unsupported type)."""
+    """A value cannot be stored losslessly: a dict key that is not a ``str``, an object
+    that is not JSON, bytes or a datetime, text that is not valid Unicode, or an ``extra``
+    field that names a field the content models. Nothing was stored."""
 
 
 class InvalidOption(ChatkeepError, ValueError, TypeError):

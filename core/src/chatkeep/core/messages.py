@@ -1,15 +1,21 @@
 """The data model: messages and their typed contents (DESIGN section 2).
 
 Field names and ``type`` strings follow Microsoft Agent Framework's Python ``Message`` and
-``Content`` so stored history reads the same in both. A content type this version does not
-know is kept as :class:`UnknownContent`, verbatim, so a newer writer never loses data in an
-older reader.
+``Content`` so stored history reads the same in both. Nothing is lost on the way through:
+
+- a content type this version does not know is kept as :class:`UnknownContent`, verbatim,
+  so a newer writer never loses data in an older reader;
+- a known content (and a message) keeps every stored field it does not model in ``extra``
+  (MAF's text ``annotations``, ``function_call.hosted``, ``function_result.items`` /
+  ``status`` / ``id``, ``data.name``, ...), and the codec writes them back unchanged.
+  ``extra`` never holds a field the type models (the codec refuses it), with one exception
+  explained on :class:`DataContent`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -61,6 +67,7 @@ class TextContent:
 
     text: str
     additional_properties: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     type: str = field(default="text", init=False, repr=False)
 
 
@@ -72,6 +79,7 @@ class FunctionCallContent:
     name: str
     arguments: str | dict[str, Any] | None = None
     additional_properties: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     type: str = field(default="function_call", init=False, repr=False)
 
 
@@ -84,16 +92,24 @@ class FunctionResultContent:
     result: Any = None
     exception: str | None = None
     additional_properties: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     type: str = field(default="function_result", init=False, repr=False)
 
 
 @dataclass(slots=True)
 class DataContent:
-    """Binary data (an image, audio, a file) with its media type; stored as a data URI."""
+    """Binary data (an image, audio, a file) with its media type; stored as a data URI.
+
+    chatkeep writes ``data:<media_type>;base64,<data>``. A data URI stored in another form
+    (RFC 2397 parameters such as ``;charset=utf-8`` that MAF leaves out of ``media_type``, a
+    payload that is not base64) is kept in ``extra["uri"]`` and written back as it was, as
+    long as it still holds ``data`` (after ``data`` is changed, the canonical URI is written).
+    """
 
     data: bytes
     media_type: str = "application/octet-stream"
     additional_properties: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     type: str = field(default="data", init=False, repr=False)
 
 
@@ -104,6 +120,7 @@ class UriContent:
     uri: str
     media_type: str | None = None
     additional_properties: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     type: str = field(default="uri", init=False, repr=False)
 
 
@@ -115,12 +132,17 @@ class ReasoningContent:
     text: str | None = None
     protected_data: str | None = None
     additional_properties: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     type: str = field(default="text_reasoning", init=False, repr=False)
 
 
 @dataclass(slots=True)
 class UnknownContent:
-    """A content type this version does not model, kept exactly as it was stored."""
+    """A content type this version does not model, kept exactly as it was stored.
+
+    ``raw`` is the content's whole dict (``type`` included); its values may be any JSON value
+    (NaN and infinities too) and, like ``additional_properties``, bytes and datetimes.
+    """
 
     raw: dict[str, Any]
 
@@ -157,6 +179,8 @@ class Message:
     author_name: str | None = None
     message_id: str | None = None
     additional_properties: dict[str, Any] = field(default_factory=dict)
+    #: Stored top-level fields this version does not model, kept verbatim and written back.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if isinstance(self.role, Role):
@@ -201,9 +225,7 @@ class Message:
         """A copy of this message tagged with ``source``; the original is not modified."""
         properties = dict(self.additional_properties)
         properties[ATTRIBUTION_KEY] = {"source_id": source_id, "source_type": source.value}
-        return Message(
-            self.role, list(self.contents), self.author_name, self.message_id, properties
-        )
+        return replace(self, contents=list(self.contents), additional_properties=properties)
 
     def untagged(self) -> Message:
         """A copy without a source tag (or this message if it has none)."""
@@ -211,9 +233,7 @@ class Message:
             return self
         properties = dict(self.additional_properties)
         del properties[ATTRIBUTION_KEY]
-        return Message(
-            self.role, list(self.contents), self.author_name, self.message_id, properties
-        )
+        return replace(self, contents=list(self.contents), additional_properties=properties)
 
     @classmethod
     def system(cls, text: str, **fields: Any) -> Message:
