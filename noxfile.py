@@ -35,6 +35,7 @@ MEMBERS = {
     "fake_model": "packages/fake_model",
     "openai_agents": "packages/openai_agents",
     "langchain": "packages/langchain",
+    "agent_framework": "packages/agent_framework",
 }
 BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob", "encrypted"]
 TYPED = ["core/src", *(f"{path}/src" for name, path in MEMBERS.items() if name != "core")]

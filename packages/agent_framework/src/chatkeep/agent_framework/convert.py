@@ -1,0 +1,72 @@
+"""MAF ``Message`` <-> chatkeep :class:`~chatkeep.core.Message`, losslessly.
+
+Both sides share one JSON shape (MAF's ``Message.to_dict()``), so a conversion is that dict
+read by chatkeep's codec, which keeps every field it does not model (see the core README's
+codec section). Two things differ on purpose:
+
+- **Ids.** A stored message's ``message_id`` is its chatkeep record id, always a fresh
+  :func:`chatkeep.core.new_id` (a framework's ids are not unique: one id on two messages
+  would be one record). The id MAF gave the message, if any, is kept in the stored
+  message as the top-level field ``framework_message_id`` and handed back to MAF on load;
+  a message MAF gave no id to comes back with its chatkeep id.
+- **What MAF itself never persists** is not stored either: ``raw_representation`` (the
+  provider SDK's objects) and an exception's text (MAF's ``to_dict()`` replaces it with a
+  fixed marker because it may be sensitive; its own stores do the same).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_framework import Message as MafMessage
+
+from chatkeep.core import (
+    Message,
+    Record,
+    encode_message,
+    message_from_dict,
+    message_to_dict,
+    new_id,
+)
+
+__all__ = ["FRAMEWORK_MESSAGE_ID", "from_maf", "to_maf", "to_record"]
+
+#: The top-level field of a stored message that keeps the id MAF gave it.
+FRAMEWORK_MESSAGE_ID = "framework_message_id"
+
+
+def from_maf(message: MafMessage, message_id: str) -> Message:
+    """The chatkeep message for MAF ``message``, stored under ``message_id``.
+
+    Raises :class:`~chatkeep.core.InvalidMessage` if MAF's dict is not a message chatkeep
+    can read (a content of a known type with a field of the wrong type).
+    """
+    converted = message_from_dict(message.to_dict())
+    framework_id = converted.message_id
+    converted.message_id = message_id
+    if framework_id is not None:
+        converted.extra[FRAMEWORK_MESSAGE_ID] = framework_id
+    return converted
+
+
+def to_record(message: MafMessage) -> Record:
+    """A record (fresh chatkeep id) holding MAF ``message``. Raises
+    :class:`~chatkeep.core.EncodeError` for a value that cannot be stored losslessly."""
+    record_id = new_id()
+    return Record(record_id, encode_message(from_maf(message, record_id)))
+
+
+def to_maf(message: Message, *, assign_id: bool = True) -> MafMessage:
+    """The MAF message a stored chatkeep ``message`` holds.
+
+    Its ``message_id`` is the one MAF gave it, else (``assign_id``) its chatkeep id; with
+    ``assign_id=False`` a message MAF gave no id comes back without one, as MAF's own
+    stores keep it (what MAF's de-duplication compares).
+    """
+    raw: dict[str, Any] = message_to_dict(message)
+    framework_id = raw.pop(FRAMEWORK_MESSAGE_ID, None)
+    if framework_id is not None:
+        raw["message_id"] = framework_id
+    elif not assign_id:
+        raw.pop("message_id", None)
+    return MafMessage.from_dict(raw)

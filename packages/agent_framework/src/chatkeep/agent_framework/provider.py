@@ -1,0 +1,170 @@
+"""``ChatkeepHistoryProvider``: Microsoft Agent Framework's ``HistoryProvider`` on any
+chatkeep store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, ClassVar
+
+from agent_framework import HistoryProvider
+from agent_framework import Message as MafMessage
+
+# MAF's own providers de-duplicate a save against what is stored with this function; it
+# is not exported from the package root, so it is imported from its module here, once
+# (tests/test_provider.py fails first if it moves).
+from agent_framework._sessions import filter_new_messages
+
+from chatkeep.core import InvalidOption, Store, adelete_session, aread_view, open_store
+from chatkeep.core.reducers import drop_orphan_results
+
+from .convert import to_maf, to_record
+
+__all__ = ["ChatkeepHistoryProvider"]
+
+
+class ChatkeepHistoryProvider(HistoryProvider):
+    """Keeps a Microsoft Agent Framework agent's conversation history in a chatkeep store.
+
+    A drop-in for MAF's ``InMemoryHistoryProvider``, ``FileHistoryProvider`` or
+    ``RedisHistoryProvider``::
+
+        from agent_framework import Agent
+        from chatkeep.agent_framework import ChatkeepHistoryProvider
+
+        history = ChatkeepHistoryProvider(url="sqlite:///chats.db")
+        agent = Agent(client, context_providers=[history])
+
+    ``url``: a chatkeep store URL (``sqlite:///chats.db``, ``redis://...``,
+    ``postgresql://...``, ``s3://...``, ...); ``store``: an open
+    :class:`~chatkeep.core.Store` instead (borrowed: :meth:`aclose` leaves it open). With
+    neither, ``CHATKEEP_URL`` or the embedded SQLite default. One session of the store per
+    MAF session id (``session_id=None`` is the session ``"default"``, as in MAF's file
+    store).
+
+    ``get_messages`` returns the session's *view* (undo, forks and compaction checkpoints
+    applied), the last ``max_messages`` of it when set (a tail read: its cost does not grow
+    with the session; a tool result whose call fell outside the window is left out).
+    ``max_messages`` never deletes anything (unlike ``RedisHistoryProvider``'s, which trims
+    the stored list). ``save_messages`` drops what MAF's own providers drop as already
+    stored (a replayed transcript) and appends the rest in one call. The flags are MAF's.
+    """
+
+    DEFAULT_SOURCE_ID: ClassVar[str] = "chatkeep"
+    #: The chatkeep session that ``session_id=None`` reads and writes.
+    DEFAULT_SESSION_ID: ClassVar[str] = "default"
+
+    def __init__(
+        self,
+        *,
+        url: str | None = None,
+        store: Store | None = None,
+        source_id: str = DEFAULT_SOURCE_ID,
+        load_messages: bool = True,
+        store_inputs: bool = True,
+        store_context_messages: bool = False,
+        store_context_from: set[str] | None = None,
+        store_outputs: bool = True,
+        max_messages: int | None = None,
+    ) -> None:
+        if url is not None and store is not None:
+            raise InvalidOption("give url= or store=, not both")
+        if store is not None and not isinstance(store, Store):
+            raise InvalidOption(
+                f"store= must be a chatkeep Store (open_store(url)), not {type(store).__name__}"
+            )
+        if url is not None and not isinstance(url, str):
+            raise InvalidOption(f"url= must be a str, not {type(url).__name__}")
+        if not isinstance(source_id, str) or not source_id:
+            raise InvalidOption("source_id must be a non-empty str")
+        if max_messages is not None and (type(max_messages) is not int or max_messages < 1):
+            raise InvalidOption(
+                f"max_messages must be a positive int or None, not {max_messages!r}"
+            )
+        super().__init__(
+            source_id,
+            load_messages=load_messages,
+            store_inputs=store_inputs,
+            store_context_messages=store_context_messages,
+            store_context_from=store_context_from,
+            store_outputs=store_outputs,
+        )
+        self.max_messages = max_messages
+        self._owns_store = store is None
+        self.store: Store = store if store is not None else open_store(url)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(source_id={self.source_id!r}, store={self.store!r})"
+
+    def _session(self, session_id: str | None) -> str:
+        return session_id or self.DEFAULT_SESSION_ID
+
+    # -- MAF's HistoryProvider ------------------------------------------------------------
+
+    async def get_messages(
+        self, session_id: str | None, *, state: dict[str, Any] | None = None, **kwargs: Any
+    ) -> list[MafMessage]:
+        """The session's view as MAF messages, oldest first (the last ``max_messages``)."""
+        view = await aread_view(self.store, self._session(session_id), limit=self.max_messages)
+        if self.max_messages is not None:
+            view = drop_orphan_results(view)
+        return [to_maf(message) for message in view]
+
+    async def save_messages(
+        self,
+        session_id: str | None,
+        messages: Sequence[MafMessage],
+        *,
+        state: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """Append the messages not stored yet, in one call (``[]`` is a no-op).
+
+        What is "stored yet" is MAF's rule (``filter_new_messages``: a caller that replays
+        the whole transcript adds only its new tail), checked against the last
+        ``len(messages)`` messages of the view, which is all the rule can look at.
+        """
+        if not messages:
+            return
+        session = self._session(session_id)
+        incoming = list(messages)
+        tail = await aread_view(self.store, session, limit=len(incoming))
+        if tail:
+            stored = [to_maf(message, assign_id=False) for message in tail]
+            incoming = filter_new_messages(stored, incoming)
+            if not incoming:
+                return
+        await self.store.aappend(session, [to_record(message) for message in incoming])
+
+    # -- beyond MAF's interface -----------------------------------------------------------
+
+    async def clear(self, session_id: str | None) -> None:
+        """Erase the session's history (its forks keep their own copy of what they share).
+        Needs a store with the ``delete`` capability."""
+        await adelete_session(self.store, self._session(session_id))
+
+    async def list_sessions(self, prefix: str | None = None) -> list[str]:
+        """The ids of the store's sessions (starting with ``prefix``), in the store's order.
+        Needs the ``list_sessions`` capability."""
+        return [session async for session in self.store.alist_sessions(prefix)]
+
+    def close(self) -> None:
+        """Close the store if this provider opened it (``url=`` or the default). Idempotent."""
+        if self._owns_store:
+            self.store.close()
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        if self._owns_store:
+            await self.store.aclose()
+
+    async def __aenter__(self) -> ChatkeepHistoryProvider:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
