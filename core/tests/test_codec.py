@@ -593,6 +593,46 @@ def test_data_uri_without_media_type_takes_the_uris() -> None:
     assert content_to_dict(content) == {**raw, "media_type": "image/gif"}
 
 
+# -- untagged dicts (a framework's own to_dict()) -----------------------------------------
+
+
+def test_untagged_dicts_hold_python_values_and_no_tags() -> None:
+    # A framework's to_dict() holds NaN, bytes and application dicts as they are; with
+    # tagged=False nothing in it is read as a tag, and message_to_dict gives it back so.
+    raw = {
+        "type": "message",
+        "role": "tool",
+        "contents": [
+            {"type": "function_result", "call_id": "c", "result": {MARKER: []},
+             "status": {MARKER: "bytes", "value": "not a tag"}},
+            {"type": "future", "blob": b"\x00", "score": math.nan},
+        ],
+        "additional_properties": {MARKER: None, "inf": math.inf},
+    }  # fmt: skip
+    message = message_from_dict(raw, tagged=False)
+    result = message.contents[0]
+    assert isinstance(result, FunctionResultContent)
+    assert result.result == {MARKER: []}
+    assert result.extra == {"status": {MARKER: "bytes", "value": "not a tag"}}
+    assert message.additional_properties == {MARKER: None, "inf": math.inf}
+    assert_same(decode_message(encode_message(message)), message)
+    back = message_to_dict(decode_message(encode_message(message)), tagged=False)
+    assert back["contents"][0] == raw["contents"][0]
+    assert back["contents"][1]["blob"] == b"\x00"
+    assert math.isnan(back["contents"][1]["score"])
+    assert back["additional_properties"] == raw["additional_properties"]
+
+
+def test_untagged_conversion_copies_containers() -> None:
+    raw = {"type": "message", "role": "user", "contents": [], "additional_properties": {"l": [1]}}
+    message = message_from_dict(raw, tagged=False)
+    raw["additional_properties"]["l"].append(2)  # type: ignore[index]
+    assert message.additional_properties == {"l": [1]}
+    out = message_to_dict(message, tagged=False)
+    out["additional_properties"]["l"].append(3)
+    assert message.additional_properties == {"l": [1]}
+
+
 # -- what is not a message ------------------------------------------------------------------
 
 

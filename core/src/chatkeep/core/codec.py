@@ -37,7 +37,7 @@ import binascii
 import datetime as dt
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -176,7 +176,21 @@ def _unpack(value: Any) -> Any:
     raise InvalidMessage(f"unknown tagged value kind {kind!r}")
 
 
-def _fields_out(out: dict[str, Any], fields: dict[str, Any], modeled: frozenset[str]) -> None:
+def _copy(value: Any) -> Any:
+    """``value`` with its dicts and lists copied, nothing interpreted (``tagged=False``)."""
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    return value
+
+
+Convert = Callable[[Any], Any]
+
+
+def _fields_out(
+    out: dict[str, Any], fields: dict[str, Any], modeled: frozenset[str], pack: Convert
+) -> None:
     """Write a content's or message's ``extra`` fields after the modeled ones."""
     for key, value in fields.items():
         if key in modeled:
@@ -186,37 +200,41 @@ def _fields_out(out: dict[str, Any], fields: dict[str, Any], modeled: frozenset[
             )
         if not isinstance(key, str):
             raise EncodeError(f"extra field names must be str, not {key!r}")
-        out[key] = _pack(value)
+        out[key] = pack(value)
 
 
-def _fields_in(raw: Mapping[str, Any], modeled: frozenset[str]) -> dict[str, Any]:
+def _fields_in(raw: Mapping[str, Any], modeled: frozenset[str], unpack: Convert) -> dict[str, Any]:
     """The fields of ``raw`` that are not ``modeled``, unpacked. (Callers test
     ``raw.keys() <= modeled`` first, the usual case, inline: a call costs more.)"""
-    return {key: _unpack(value) for key, value in raw.items() if key not in modeled}
+    return {key: unpack(value) for key, value in raw.items() if key not in modeled}
 
 
 # -- contents -------------------------------------------------------------------------------
 
 
-def content_to_dict(content: Content) -> dict[str, Any]:
-    """The MAF-shaped dict of one content."""
+def content_to_dict(content: Content, *, tagged: bool = True) -> dict[str, Any]:
+    """The MAF-shaped dict of one content (``tagged``: see :func:`message_to_dict`)."""
+    return _content_to_dict(content, _pack if tagged else _copy)
+
+
+def _content_to_dict(content: Content, pack: Convert) -> dict[str, Any]:
     if isinstance(content, UnknownContent):
         out: dict[str, Any] = {}
         for key, value in content.raw.items():
             if not isinstance(key, str):
                 raise EncodeError(f"content field names must be str, not {key!r}")
-            out[key] = _pack(value)
+            out[key] = pack(value)
         return out
     if isinstance(content, TextContent):
         out = {"type": "text", "text": content.text}
     elif isinstance(content, FunctionCallContent):
         out = {"type": "function_call", "call_id": content.call_id, "name": content.name}
         if content.arguments is not None:
-            out["arguments"] = _pack(content.arguments)
+            out["arguments"] = pack(content.arguments)
     elif isinstance(content, FunctionResultContent):
         out = {"type": "function_result", "call_id": content.call_id}
         if content.result is not None:
-            out["result"] = _pack(content.result)
+            out["result"] = pack(content.result)
         if content.exception is not None:
             out["exception"] = content.exception
     elif isinstance(content, DataContent):
@@ -234,12 +252,12 @@ def content_to_dict(content: Content) -> dict[str, Any]:
     else:
         raise EncodeError(f"not a chatkeep content: {type(content).__name__}")
     if content.additional_properties:
-        out["additional_properties"] = _pack(content.additional_properties)
+        out["additional_properties"] = pack(content.additional_properties)
     if content.extra:
         extra = content.extra
         if isinstance(content, DataContent) and "uri" in extra:
             extra = {key: value for key, value in extra.items() if key != "uri"}
-        _fields_out(out, extra, _FIELDS[out["type"]])
+        _fields_out(out, extra, _FIELDS[out["type"]], pack)
     return out
 
 
@@ -277,17 +295,17 @@ def _data_uri_bytes(uri: str) -> bytes:
     return unquote_to_bytes(payload)
 
 
-def _properties_in(raw: Mapping[str, Any]) -> dict[str, Any]:
+def _properties_in(raw: Mapping[str, Any], unpack: Convert) -> dict[str, Any]:
     properties = raw.get("additional_properties")
     if not properties:
         return {}
     if not isinstance(properties, dict):
         raise InvalidMessage("additional_properties must be an object")
-    result: dict[str, Any] = _unpack(properties)
+    result: dict[str, Any] = unpack(properties)
     return result
 
 
-def _data_from_dict(raw: Mapping[str, Any], extra: dict[str, Any]) -> DataContent:
+def _data_from_dict(raw: Mapping[str, Any], extra: dict[str, Any], unpack: Convert) -> DataContent:
     uri = _str(raw, "uri")
     header, payload, is_base64 = _split_data_uri(uri)
     if is_base64:
@@ -305,55 +323,59 @@ def _data_from_dict(raw: Mapping[str, Any], extra: dict[str, Any]) -> DataConten
         is_base64 and header == media_type and payload == base64.b64encode(data).decode("ascii")
     ):
         extra["uri"] = uri  # not the form chatkeep writes: keep it as it was
-    return DataContent(data, media_type, _properties_in(raw), extra)
+    return DataContent(data, media_type, _properties_in(raw, unpack), extra)
 
 
-def _content_from_dict(raw: Mapping[str, Any]) -> Content:
+def _content_from_dict(raw: Mapping[str, Any], unpack: Convert = _unpack) -> Content:
     # A chain of comparisons is faster than a table lookup here; each branch takes the
     # fields its type does not model (usually none: a C-speed set comparison says so).
     kind = raw.get("type")
     if kind == "text":
         # len 2: "type" and "text" (anything else fails the _str check below)
-        extra = {} if len(raw) == 2 or raw.keys() <= _TEXT else _fields_in(raw, _TEXT)
-        return TextContent(_str(raw, "text"), _properties_in(raw), extra)
+        extra = {} if len(raw) == 2 or raw.keys() <= _TEXT else _fields_in(raw, _TEXT, unpack)
+        return TextContent(_str(raw, "text"), _properties_in(raw, unpack), extra)
     if kind == "function_call":
-        extra = {} if raw.keys() <= _CALL else _fields_in(raw, _CALL)
+        extra = {} if raw.keys() <= _CALL else _fields_in(raw, _CALL, unpack)
         return FunctionCallContent(
             _str(raw, "call_id"),
             _str(raw, "name"),
-            _unpack(raw.get("arguments")),
-            _properties_in(raw),
+            unpack(raw.get("arguments")),
+            _properties_in(raw, unpack),
             extra,
         )
     if kind == "function_result":
-        extra = {} if raw.keys() <= _RESULT else _fields_in(raw, _RESULT)
+        extra = {} if raw.keys() <= _RESULT else _fields_in(raw, _RESULT, unpack)
         return FunctionResultContent(
             _str(raw, "call_id"),
-            _unpack(raw.get("result")),
+            unpack(raw.get("result")),
             raw.get("exception"),
-            _properties_in(raw),
+            _properties_in(raw, unpack),
             extra,
         )
     if kind == "data":
-        return _data_from_dict(raw, {} if raw.keys() <= _DATA else _fields_in(raw, _DATA))
+        extra = {} if raw.keys() <= _DATA else _fields_in(raw, _DATA, unpack)
+        return _data_from_dict(raw, extra, unpack)
     if kind == "uri":
-        extra = {} if raw.keys() <= _URI else _fields_in(raw, _URI)
-        return UriContent(_str(raw, "uri"), raw.get("media_type"), _properties_in(raw), extra)
-    if kind == "text_reasoning":
-        extra = {} if raw.keys() <= _REASONING else _fields_in(raw, _REASONING)
-        return ReasoningContent(
-            raw.get("text"), raw.get("protected_data"), _properties_in(raw), extra
+        extra = {} if raw.keys() <= _URI else _fields_in(raw, _URI, unpack)
+        return UriContent(
+            _str(raw, "uri"), raw.get("media_type"), _properties_in(raw, unpack), extra
         )
-    return UnknownContent({key: _unpack(value) for key, value in raw.items()})
+    if kind == "text_reasoning":
+        extra = {} if raw.keys() <= _REASONING else _fields_in(raw, _REASONING, unpack)
+        return ReasoningContent(
+            raw.get("text"), raw.get("protected_data"), _properties_in(raw, unpack), extra
+        )
+    return UnknownContent({key: unpack(value) for key, value in raw.items()})
 
 
-def content_from_dict(raw: Mapping[str, Any]) -> Content:
-    """Rebuild a content from its dict; unknown ``type`` values become UnknownContent.
+def content_from_dict(raw: Mapping[str, Any], *, tagged: bool = True) -> Content:
+    """Rebuild a content from its dict; unknown ``type`` values become UnknownContent
+    (``tagged``: see :func:`message_from_dict`).
 
     Raises :class:`~chatkeep.core.errors.InvalidMessage` for a damaged known content.
     """
     try:
-        return _content_from_dict(raw)
+        return _content_from_dict(raw, _unpack if tagged else _copy)
     except InvalidMessage:
         raise
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -374,28 +396,35 @@ def _str(raw: Mapping[str, Any], key: str) -> str:
 # -- messages -------------------------------------------------------------------------------
 
 
-def message_to_dict(message: Message) -> dict[str, Any]:
-    """The MAF-shaped dict of a message (``{"type": "message", ...}``)."""
+def message_to_dict(message: Message, *, tagged: bool = True) -> dict[str, Any]:
+    """The MAF-shaped dict of a message (``{"type": "message", ...}``).
+
+    ``tagged=True``: plain JSON data, values JSON cannot hold tagged (what is stored).
+    ``tagged=False``: the values as they are (bytes, datetimes, NaN; dicts and lists
+    copied), the form a framework's own ``to_dict()``/``from_dict()`` use (MAF's
+    ``Message.from_dict(message_to_dict(m, tagged=False))``).
+    """
+    pack = _pack if tagged else _copy
     out: dict[str, Any] = {
         "type": "message",
         "role": message.role,
-        "contents": [content_to_dict(content) for content in message.contents],
+        "contents": [_content_to_dict(content, pack) for content in message.contents],
     }
     if message.author_name is not None:
         out["author_name"] = message.author_name
     if message.message_id is not None:
         out["message_id"] = message.message_id
     properties = message.additional_properties
-    out["additional_properties"] = _pack(properties) if properties else {}
+    out["additional_properties"] = pack(properties) if properties else {}
     if message.extra:
-        _fields_out(out, message.extra, _MESSAGE_FIELDS)
+        _fields_out(out, message.extra, _MESSAGE_FIELDS, pack)
     return out
 
 
 _MESSAGE_TYPES = ("message", "chat_message")  # older MAF releases wrote "chat_message"
 
 
-def _message_from_dict(raw: Mapping[str, Any]) -> Message:
+def _message_from_dict(raw: Mapping[str, Any], unpack: Convert = _unpack) -> Message:
     kind = raw.get("type")  # not a mapping: AttributeError, reported by the caller
     if kind not in _MESSAGE_TYPES:
         if kind is None:
@@ -422,22 +451,27 @@ def _message_from_dict(raw: Mapping[str, Any]) -> Message:
         raise InvalidMessage(f"message message_id must be a string, not {message_id!r}")
     return Message(
         role,
-        [_content_from_dict(item) for item in contents],
+        [_content_from_dict(item, unpack) for item in contents],
         author_name,
         message_id,
-        _properties_in(raw),
-        {} if raw.keys() <= _MESSAGE_FIELDS else _fields_in(raw, _MESSAGE_FIELDS),
+        _properties_in(raw, unpack),
+        {} if raw.keys() <= _MESSAGE_FIELDS else _fields_in(raw, _MESSAGE_FIELDS, unpack),
     )
 
 
-def message_from_dict(raw: Mapping[str, Any]) -> Message:
+def message_from_dict(raw: Mapping[str, Any], *, tagged: bool = True) -> Message:
     """Rebuild a message from :func:`message_to_dict` output (or MAF's ``to_dict()``).
+
+    ``tagged=True``: ``raw`` is plain JSON data as stored (tags are read back into bytes,
+    datetimes, NaN). ``tagged=False``: ``raw`` holds Python values as a framework's own
+    ``to_dict()`` gives them (MAF's ``Message.to_dict()``); nothing in it is read as a tag,
+    so an application dict with a ``"__chatkeep__"`` key stays what it is.
 
     Raises :class:`~chatkeep.core.errors.InvalidMessage` (a ``ValueError``) for anything
     that is not such a message, e.g. ``{"role": "user", "content": "Hello"}``.
     """
     try:
-        return _message_from_dict(raw)
+        return _message_from_dict(raw, _unpack if tagged else _copy)
     except InvalidMessage:
         raise
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

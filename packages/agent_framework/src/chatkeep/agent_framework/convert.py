@@ -1,8 +1,9 @@
 """MAF ``Message`` <-> chatkeep :class:`~chatkeep.core.Message`, losslessly.
 
-Both sides share one JSON shape (MAF's ``Message.to_dict()``), so a conversion is that dict
-read by chatkeep's codec, which keeps every field it does not model (see the core README's
-codec section). Two things differ on purpose:
+Both sides share one dict shape (MAF's ``Message.to_dict()``), so a conversion is that dict
+read by chatkeep's codec (``tagged=False``: MAF's values as they are, NaN included), which
+keeps every field it does not model (see the core README's codec section). Two things
+differ on purpose:
 
 - **Ids.** A stored message's ``message_id`` is its chatkeep record id, always a fresh
   :func:`chatkeep.core.new_id` (a framework's ids are not unique: one id on two messages
@@ -41,7 +42,7 @@ def from_maf(message: MafMessage, message_id: str) -> Message:
     Raises :class:`~chatkeep.core.InvalidMessage` if MAF's dict is not a message chatkeep
     can read (a content of a known type with a field of the wrong type).
     """
-    converted = message_from_dict(message.to_dict())
+    converted = message_from_dict(message.to_dict(), tagged=False)
     framework_id = converted.message_id
     converted.message_id = message_id
     if framework_id is not None:
@@ -63,7 +64,7 @@ def to_maf(message: Message, *, assign_id: bool = True) -> MafMessage:
     ``assign_id=False`` a message MAF gave no id comes back without one, as MAF's own
     stores keep it (what MAF's de-duplication compares).
     """
-    raw: dict[str, Any] = message_to_dict(message)
+    raw: dict[str, Any] = message_to_dict(message, tagged=False)
     framework_id = raw.pop(FRAMEWORK_MESSAGE_ID, None)
     if framework_id is not None:
         raw["message_id"] = framework_id
