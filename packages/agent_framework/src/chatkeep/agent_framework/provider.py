@@ -3,6 +3,7 @@ chatkeep store."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, ClassVar
@@ -15,10 +16,17 @@ from agent_framework import Message as MafMessage
 # (tests/test_provider.py fails first if it moves).
 from agent_framework._sessions import filter_new_messages
 
-from chatkeep.core import InvalidOption, Store, adelete_session, aread_view, open_store
+from chatkeep.core import (
+    InvalidOption,
+    Message,
+    Store,
+    adelete_session,
+    aread_view,
+    open_store,
+)
 from chatkeep.core.reducers import drop_orphan_results
 
-from .convert import to_maf, to_record
+from .convert import FRAMEWORK_MESSAGE_ID, to_maf, to_record
 
 __all__ = ["ChatkeepHistoryProvider"]
 
@@ -130,8 +138,7 @@ class ChatkeepHistoryProvider(HistoryProvider):
         incoming = list(messages)
         tail = await aread_view(self.store, session, limit=len(incoming))
         if tail:
-            stored = [to_maf(message, assign_id=False) for message in tail]
-            incoming = filter_new_messages(stored, incoming)
+            incoming = _new_messages(tail, incoming)
             if not incoming:
                 return
         await self.store.aappend(session, [to_record(message) for message in incoming])
@@ -168,3 +175,26 @@ class ChatkeepHistoryProvider(HistoryProvider):
         traceback: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _new_messages(tail: list[Message], incoming: list[MafMessage]) -> list[MafMessage]:
+    """The suffix of ``incoming`` that MAF's rule keeps, ``tail`` being the stored end.
+
+    MAF's providers compare messages by their MAF id, or by their contents when they have
+    none. A stored message MAF gave no id is compared by its contents, and so is an
+    incoming one carrying the id chatkeep assigned to it (a transcript read with
+    ``get_messages`` and handed back), so both forms of a replay are recognised.
+    """
+    stored = [to_maf(message, assign_id=False) for message in tail]
+    assigned = {m.message_id for m in tail if FRAMEWORK_MESSAGE_ID not in m.extra}
+    compared = [
+        _without_id(message) if message.message_id in assigned else message for message in incoming
+    ]
+    kept = len(filter_new_messages(stored, compared))  # always a suffix of what it is given
+    return incoming[len(incoming) - kept :]
+
+
+def _without_id(message: MafMessage) -> MafMessage:
+    copied = copy.copy(message)
+    copied.message_id = None
+    return copied
