@@ -95,6 +95,10 @@ class PostgresStore:
         self._apool: AsyncConnectionPool | None = None
         self._apool_loop: asyncio.AbstractEventLoop | None = None
         self._apool_guard: asyncio.Task[None] | None = None
+        # Every guard task still running, strongly held: the event loop keeps only weak
+        # references to tasks, and a guard replaced by another loop's would be collected
+        # while pending (its pool then closed from whatever loop runs the collector).
+        self._guards: set[asyncio.Task[None]] = set()
         self._closed = False
 
     @classmethod
@@ -228,6 +232,8 @@ class PostgresStore:
                 self._apool_guard = loop.create_task(
                     self._guard(fresh), name="chatkeep-postgres-pool-guard"
                 )
+                self._guards.add(self._apool_guard)
+                self._apool_guard.add_done_callback(self._guards.discard)
                 return fresh, queries
             else:
                 winner = self._apool  # another task of this loop got there first
