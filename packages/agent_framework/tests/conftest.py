@@ -33,6 +33,8 @@ REPO = Path(__file__).resolve().parents[3]
 BACKENDS = ["memory", "sqlite", "postgres", "redis", "s3", "azure_blob"]
 #: The backends of the real-agent runs (issue 12: SQLite and PostgreSQL).
 AGENT_BACKENDS = ["sqlite", "postgres"]
+#: The backends whose async clients the many-event-loops run exercises.
+LOOP_BACKENDS = ["sqlite", "postgres", "redis", "azure_blob"]
 
 
 def _plugin_conftest(plugin: str) -> ModuleType:
@@ -118,6 +120,28 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture(params=AGENT_BACKENDS)
 def agent_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh store URL on SQLite, then PostgreSQL (the real-agent runs)."""
+    return url_for(request.param, request, tmp_path)
+
+
+#: Known failures of a backend's own code, with the reason (strict: they fail once fixed).
+REDIS_LOOP_LEAK = pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "chatkeep-redis leaves the asyncio clients of ended event loops to the garbage "
+        "collector (asynchronous.py _abandon): their StreamWriters then warn 'loop is "
+        "closed' (ResourceWarning). For the redis owner: close them while the loop runs."
+    ),
+)
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(name, marks=REDIS_LOOP_LEAK) if name == "redis" else name
+        for name in LOOP_BACKENDS
+    ]
+)
+def loop_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store URL on each backend with a native async client (and SQLite)."""
     return url_for(request.param, request, tmp_path)
 
 
