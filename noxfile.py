@@ -190,7 +190,7 @@ BENCH_PEERS = [
 ]
 BENCH_MEMBERS = [
     *("core", "sqlite", "redis", "postgres", "s3", "azure_blob"),
-    *("openai_agents", "langchain"),  # the framework adapters' rows (benchmarks/.../adapters.py)
+    *("openai_agents", "langchain", "agent_framework"),  # the framework adapters' rows
 ]
 
 

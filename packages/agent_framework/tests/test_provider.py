@@ -630,3 +630,23 @@ def test_no_password_in_repr(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> 
     memory = cast(Store, open_store("memory://"))
     shown = repr(ChatkeepHistoryProvider(store=memory))
     assert "ChatkeepHistoryProvider(source_id='chatkeep'" in shown
+
+
+def test_messages_other_writers_stored_load_in_maf(
+    provider: ChatkeepHistoryProvider, sid: str
+) -> None:
+    # Another chatkeep writer (the CLI, another adapter, a newer version) may store
+    # top-level fields MAF's Message has no place for; MAF's own from_dict() would refuse
+    # such a message, the provider hands MAF the message without them.
+    from chatkeep.core import Message as ChatkeepMessage
+    from chatkeep.core import TextContent, encode_records
+
+    other = ChatkeepMessage(
+        "user", [TextContent("from elsewhere", extra={"annotations": []})], message_id=new_id(),
+        extra={"created_at": "2026-12-01T00:00:00Z", "item": {"id": "x"}},
+    )  # fmt: skip
+    provider.store.append(sid, encode_records([other]))
+    (loaded,) = run(provider.get_messages(sid))
+    assert loaded.text == "from elsewhere"
+    assert loaded.message_id == other.message_id
+    assert loaded.contents[0].annotations == []

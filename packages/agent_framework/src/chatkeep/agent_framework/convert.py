@@ -17,18 +17,14 @@ differ on purpose:
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+from agent_framework import Content as MafContent
 from agent_framework import Message as MafMessage
 
-from chatkeep.core import (
-    Message,
-    Record,
-    encode_message,
-    message_from_dict,
-    message_to_dict,
-    new_id,
-)
+from chatkeep.core import Message, Record, encode_message, message_from_dict, new_id
+from chatkeep.core.codec import content_to_dict
 
 __all__ = ["FRAMEWORK_MESSAGE_ID", "from_maf", "to_maf", "to_record"]
 
@@ -62,12 +58,25 @@ def to_maf(message: Message, *, assign_id: bool = True) -> MafMessage:
 
     Its ``message_id`` is the one MAF gave it, else (``assign_id``) its chatkeep id; with
     ``assign_id=False`` a message MAF gave no id comes back without one, as MAF's own
-    stores keep it (what MAF's de-duplication compares).
+    stores keep it (what MAF's de-duplication compares). Top-level fields MAF's
+    ``Message`` has no place for (another writer's ``extra``) are not handed to it: MAF's
+    ``Message.from_dict()`` would refuse the whole message.
     """
-    raw: dict[str, Any] = message_to_dict(message, tagged=False)
-    framework_id = raw.pop(FRAMEWORK_MESSAGE_ID, None)
+    framework_id = message.extra.get(FRAMEWORK_MESSAGE_ID)
     if framework_id is not None:
-        raw["message_id"] = framework_id
-    elif not assign_id:
-        raw.pop("message_id", None)
-    return MafMessage.from_dict(raw)
+        message_id = framework_id
+    else:
+        message_id = message.message_id if assign_id else None
+    # The message is built directly (MAF's generic Message.from_dict costs more than all
+    # of this); each content still goes through MAF's own Content.from_dict.
+    return MafMessage(
+        message.role,
+        [MafContent.from_dict(content_to_dict(item, tagged=False)) for item in message.contents],
+        author_name=message.author_name,
+        message_id=message_id,
+        additional_properties=_copy_properties(message.additional_properties),
+    )
+
+
+def _copy_properties(properties: dict[str, Any]) -> dict[str, Any] | None:
+    return copy.deepcopy(properties) if properties else None
