@@ -29,7 +29,7 @@ from agent_framework import (
 )
 
 from chatkeep.agent_framework import FRAMEWORK_MESSAGE_ID, ChatkeepHistoryProvider
-from chatkeep.agent_framework import provider as provider_module
+from chatkeep.agent_framework import tail as tail_module
 from chatkeep.core import (
     CorruptRecord,
     EncodeError,
@@ -417,7 +417,7 @@ def test_max_messages_loads_the_tail_and_deletes_nothing(
 def test_maf_private_dedup_function_is_the_one_used() -> None:
     # The provider imports MAF's filter_new_messages from a private module; if MAF moves
     # it, this fails before any user sees an ImportError.
-    assert provider_module.filter_new_messages is agent_framework._sessions.filter_new_messages
+    assert tail_module.filter_new_messages is agent_framework._sessions.filter_new_messages
 
 
 def test_a_window_does_not_start_with_an_orphan_tool_result(
@@ -650,3 +650,79 @@ def test_messages_other_writers_stored_load_in_maf(
     assert loaded.text == "from elsewhere"
     assert loaded.message_id == other.message_id
     assert loaded.contents[0].annotations == []
+
+
+# -- the remembered tail (tail.py): one read and one append per turn -------------------------
+
+
+@pytest.fixture
+def store_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts of the store's async reads and appends from now on (all stores)."""
+    counts = {"aread": 0, "aappend": 0}
+    for name in counts:
+        original = getattr(Store, name)
+
+        def counting(self: Store, *args: Any, _name: str = name, _original: Any = original) -> Any:
+            counts[_name] += 1
+            return _original(self, *args)
+
+        monkeypatch.setattr(Store, name, counting)
+    return counts
+
+
+def test_a_turn_is_one_read_and_one_append(
+    provider: ChatkeepHistoryProvider, sid: str, store_calls: dict[str, int]
+) -> None:
+    run(provider.save_messages(sid, [Message("user", [f"m{n}"]) for n in range(5)]))
+    for number in range(3):
+        store_calls.update(aread=0, aappend=0)
+        context = SessionContext(session_id=sid, input_messages=[Message("user", [f"q{number}"])])
+        run(before(provider, context))
+        run(after(provider, respond(context, Message("assistant", [f"a{number}"]))))
+        assert store_calls == {"aread": 1, "aappend": 1}
+    assert texts(run(provider.get_messages(sid)))[-6:] == ["q0", "a0", "q1", "a1", "q2", "a2"]
+
+
+def test_a_save_without_a_load_reads_the_tail_once(
+    open_provider: Callable[..., ChatkeepHistoryProvider], sid: str, store_calls: dict[str, int]
+) -> None:
+    writer = open_provider(load_messages=False)
+    run(writer.save_messages(sid, [Message("user", ["a"])]))
+    assert store_calls == {"aread": 1, "aappend": 1}
+    run(writer.save_messages(sid, [Message("assistant", ["b"])]))  # remembered from the last
+    assert store_calls == {"aread": 1, "aappend": 2}
+
+
+def test_what_another_writer_appended_meanwhile_is_kept(
+    open_provider: Callable[..., ChatkeepHistoryProvider], sid: str
+) -> None:
+    # The tail this provider remembers is older than the store's: nothing is lost, and
+    # its own save is stored in full.
+    mine, other = open_provider(), open_provider()
+    run(mine.save_messages(sid, [Message("user", ["one"]), Message("assistant", ["1"])]))
+    run(mine.get_messages(sid))
+    run(other.save_messages(sid, [Message("user", ["from elsewhere"])]))
+    run(mine.save_messages(sid, [Message("user", ["two"]), Message("assistant", ["2"])]))
+    assert texts(run(mine.get_messages(sid))) == ["one", "1", "from elsewhere", "two", "2"]
+
+
+def test_clear_forgets_the_remembered_tail(provider: ChatkeepHistoryProvider, sid: str) -> None:
+    run(provider.save_messages(sid, [Message("user", ["hi"], message_id="x")]))
+    run(provider.clear(sid))
+    run(provider.save_messages(sid, [Message("user", ["hi"], message_id="x")]))
+    assert texts(run(provider.get_messages(sid))) == ["hi"]  # not taken for a replay
+
+
+def test_the_tail_memory_is_bounded_and_versioned() -> None:
+    from chatkeep.agent_framework.tail import KnownTail, TailMemory
+
+    memory = TailMemory(sessions=3)
+    tail = KnownTail.of([(Message("user", ["x"]), None)], whole=True)
+    for name in "abcd":
+        memory.put(name, tail)
+    assert memory.get("a") == (None, -1)  # the least recently used went first
+    known, version = memory.get("d")
+    assert known == tail
+    memory.put("d", tail)  # another save in between
+    memory.put("d", tail, version=version)  # a save that read the older version
+    assert memory.get("d") == (None, -1)  # forgets rather than remembers a partial tail

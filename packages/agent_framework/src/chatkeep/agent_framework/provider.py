@@ -3,18 +3,12 @@ chatkeep store."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, ClassVar
 
 from agent_framework import HistoryProvider
 from agent_framework import Message as MafMessage
-
-# MAF's own providers de-duplicate a save against what is stored with this function; it
-# is not exported from the package root, so it is imported from its module here, once
-# (tests/test_provider.py fails first if it moves).
-from agent_framework._sessions import filter_new_messages
 
 from chatkeep.core import (
     InvalidOption,
@@ -27,6 +21,7 @@ from chatkeep.core import (
 from chatkeep.core.reducers import drop_orphan_results
 
 from .convert import FRAMEWORK_MESSAGE_ID, to_maf, to_record
+from .tail import KEPT, KnownTail, TailMemory
 
 __all__ = ["ChatkeepHistoryProvider"]
 
@@ -98,6 +93,7 @@ class ChatkeepHistoryProvider(HistoryProvider):
             store_outputs=store_outputs,
         )
         self.max_messages = max_messages
+        self._tails = TailMemory()
         self._owns_store = store is None
         self.store: Store = store if store is not None else open_store(url)
 
@@ -113,10 +109,19 @@ class ChatkeepHistoryProvider(HistoryProvider):
         self, session_id: str | None, *, state: dict[str, Any] | None = None, **kwargs: Any
     ) -> list[MafMessage]:
         """The session's view as MAF messages, oldest first (the last ``max_messages``)."""
-        view = await aread_view(self.store, self._session(session_id), limit=self.max_messages)
-        if self.max_messages is not None:
-            view = drop_orphan_results(view)
-        return [to_maf(message) for message in view]
+        session = self._session(session_id)
+        limit = self.max_messages
+        view = await aread_view(self.store, session, limit=limit)
+        shown = view if limit is None else drop_orphan_results(view)
+        loaded = [to_maf(message) for message in shown]
+        # Remember the session's end for the save after the model call (see tail.py).
+        if len(shown) == len(view) and all(a is b for a, b in zip(shown, view, strict=True)):
+            pairs = list(zip(loaded[-KEPT:], map(_assigned_id, shown[-KEPT:]), strict=True))
+        else:  # the window dropped a result: remember what is stored, not what is shown
+            pairs = [(to_maf(message), _assigned_id(message)) for message in view[-KEPT:]]
+        whole = (limit is None or len(view) < limit) and len(view) <= KEPT
+        self._tails.put(session, KnownTail.of(pairs, whole=whole))
+        return loaded
 
     async def save_messages(
         self,
@@ -130,25 +135,41 @@ class ChatkeepHistoryProvider(HistoryProvider):
 
         What is "stored yet" is MAF's rule (``filter_new_messages``: a caller that replays
         the whole transcript adds only its new tail), checked against the last
-        ``len(messages)`` messages of the view, which is all the rule can look at.
+        ``len(messages)`` messages of the session, which is all the rule can look at: as
+        ``get_messages`` last saw them in this process, else read from the store.
         """
         if not messages:
             return
         session = self._session(session_id)
         incoming = list(messages)
-        tail = await aread_view(self.store, session, limit=len(incoming))
-        if tail:
-            incoming = _new_messages(tail, incoming)
-            if not incoming:
-                return
-        await self.store.aappend(session, [to_record(message) for message in incoming])
+        tail, version = self._tails.get(session)
+        if tail is None or not tail.covers(len(incoming)):
+            view = await aread_view(self.store, session, limit=len(incoming))
+            pairs = [(to_maf(message), _assigned_id(message)) for message in view]
+            tail = KnownTail.of(pairs, whole=len(view) < len(incoming))
+        incoming = tail.new_messages(incoming)
+        if not incoming:
+            return
+        records = [to_record(message) for message in incoming]
+        try:
+            await self.store.aappend(session, records)
+        except BaseException:
+            self._tails.forget(session)
+            raise
+        saved = [
+            (message, record.id if message.message_id is None else None)
+            for message, record in zip(incoming, records, strict=True)
+        ]
+        self._tails.put(session, tail.extended(saved), version=version)
 
     # -- beyond MAF's interface -----------------------------------------------------------
 
     async def clear(self, session_id: str | None) -> None:
         """Erase the session's history (its forks keep their own copy of what they share).
         Needs a store with the ``delete`` capability."""
-        await adelete_session(self.store, self._session(session_id))
+        session = self._session(session_id)
+        self._tails.forget(session)
+        await adelete_session(self.store, session)
 
     async def list_sessions(self, prefix: str | None = None) -> list[str]:
         """The ids of the store's sessions (starting with ``prefix``), in the store's order.
@@ -177,24 +198,6 @@ class ChatkeepHistoryProvider(HistoryProvider):
         await self.aclose()
 
 
-def _new_messages(tail: list[Message], incoming: list[MafMessage]) -> list[MafMessage]:
-    """The suffix of ``incoming`` that MAF's rule keeps, ``tail`` being the stored end.
-
-    MAF's providers compare messages by their MAF id, or by their contents when they have
-    none. A stored message MAF gave no id is compared by its contents, and so is an
-    incoming one carrying the id chatkeep assigned to it (a transcript read with
-    ``get_messages`` and handed back), so both forms of a replay are recognised.
-    """
-    stored = [to_maf(message, assign_id=False) for message in tail]
-    assigned = {m.message_id for m in tail if FRAMEWORK_MESSAGE_ID not in m.extra}
-    compared = [
-        _without_id(message) if message.message_id in assigned else message for message in incoming
-    ]
-    kept = len(filter_new_messages(stored, compared))  # always a suffix of what it is given
-    return incoming[len(incoming) - kept :]
-
-
-def _without_id(message: MafMessage) -> MafMessage:
-    copied = copy.copy(message)
-    copied.message_id = None
-    return copied
+def _assigned_id(message: Message) -> str | None:
+    """The chatkeep id a stored message is handed to MAF with, if MAF gave it none."""
+    return None if FRAMEWORK_MESSAGE_ID in message.extra else message.message_id
