@@ -84,3 +84,32 @@ def variants(backend: str, token: str, workdir: str) -> list[AnyVariant | Unavai
 
         rows.append(optional(name, ["chatkeep.agent_framework"], PACKAGE, build))
     return rows
+
+
+#: What ``python -m chatkeep_bench.adapters_maf`` keeps of a backend's rows: MAF's own
+#: providers, the adapter's, and the references they are read against.
+FOCUS = ("MAF ", "chatkeep HistoryProvider", "raw redis.asyncio + json", "raw sqlite3 + json",
+         "raw psycopg async + json")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The harness (``benchmarks/run.py``, same options) on the MAF rows only, so the
+    adapter and MAF's providers can be measured longer, interleaved, without the rest."""
+    import run as harness  # benchmarks/run.py, on sys.path when run from benchmarks/
+
+    full_setup = harness.setup
+
+    def focused(name: str, context: Any) -> Any:
+        run = full_setup(name, context)
+        run.variants = [v for v in run.variants if v.name.startswith(FOCUS)]
+        return run
+
+    harness.setup = focused
+    status: int = harness.main(argv)
+    return status
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
