@@ -18,16 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import warnings
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-POSTGRES_URL = os.environ.get("CHATKEEP_TEST_POSTGRES_URL") or (
-    "postgresql://postgres@127.0.0.1:5432/test"
-)
-REDIS_URL = os.environ.get("CHATKEEP_TEST_REDIS_URL") or "redis://127.0.0.1:6379/0"
 
 #: What a backend's async client says when used across event loops; the tests turn these
 #: (and unraisable exceptions in finalizers) into failures.
@@ -38,14 +31,6 @@ LOOP_PROBLEMS = (
     "loop is closed",
     "Task was destroyed but it is pending",
 )
-
-
-def with_query(url: str, **params: object) -> str:
-    """``url`` with ``params`` added to (or replacing those in) its query string."""
-    parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    query.update({key: str(value) for key, value in params.items()})
-    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 def weather(city: str) -> str:

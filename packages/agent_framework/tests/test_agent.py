@@ -2,7 +2,7 @@
 
 The agent is MAF's own (``agent_framework.Agent`` with MAF's ``OpenAIChatCompletionClient``
 and its function-invocation loop), the model is chatkeep's deterministic fake model server
-on loopback (``chatkeep.testing.fake_model``): it answers ``[seen N] first: ... | latest:
+on loopback (``chatkeep.fake_model``): it answers ``[seen N] first: ... | latest:
 ...`` from the history it was sent, and calls the ``weather`` tool when asked
 ``call:weather({...})``. Every turn runs on a fresh event loop (``asyncio.run``), some on
 other threads, and a second process resumes the conversation by its session id alone.
@@ -28,7 +28,7 @@ from maf_support import LOOP_PROBLEMS, agent_turn, http_client, make_agent
 
 from chatkeep.agent_framework import ChatkeepHistoryProvider
 from chatkeep.core import open_store, read_view
-from chatkeep.testing.fake_model import FakeModelServer
+from chatkeep.fake_model import FakeModelServer
 
 pytestmark = [
     pytest.mark.filterwarnings("error"),
