@@ -9,6 +9,9 @@ backend and the same turn (DESIGN section 9: "at least as fast").
 - ``... (LangChain, max_messages=50)``: the same with the adapter's window, which reads
   only the newest 50 records.
 
+- ``MAF ChatkeepHistoryProvider (...)``: chatkeep-agent-framework's rows, beside MAF's own
+  providers (see :mod:`.adapters_maf`).
+
 Each backend module adds these rows with ``adapter_rows(url_for)``, ``url_for(tag)`` giving
 a chatkeep URL no other row uses.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .adapters_maf import maf_rows
 from .peers import AgentsSessions, LangChainHistories, optional
 from .variants import AnyVariant, Unavailable
 
@@ -64,4 +68,5 @@ def adapter_rows(url_for: Callable[[str], str]) -> list[AnyVariant | Unavailable
                  lambda: _langchain(url_for("ad-lc"), LANGCHAIN, None)),
         optional(LANGCHAIN_WINDOW, ["langchain_core", "chatkeep.langchain"], "chatkeep-langchain",
                  lambda: _langchain(url_for("ad-lcw"), LANGCHAIN_WINDOW, 50)),
+        *maf_rows(url_for),
     ]  # fmt: skip

@@ -9,21 +9,20 @@ The rows do exactly the MAF peers' turn (:class:`~chatkeep_bench.peers.MafProvid
 - ``MAF ChatkeepHistoryProvider (whole session)``: ``max_messages=None``, the same work as
   MAF's providers (load everything, keep the last 50), for a like-for-like comparison.
 
-Both save through MAF's de-duplication rule (a tail read of two messages) and one append.
-Hooked into every backend by :func:`chatkeep_bench.backends.setup`; the stores live in the
-throwaway place the backend's own module cleans up (its SQLite folder, its PostgreSQL
-schema, keys under its Redis prefix), so this module adds no cleanup of its own.
+Both save through MAF's de-duplication rule and one append. :func:`maf_rows` is called
+by :func:`chatkeep_bench.adapters.adapter_rows`, with each backend's ``url_for(tag)``
+(a store inside the backend's throwaway place, cleaned up with it).
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 from typing import Any
 
 from .peers import MafProvider, optional
 from .variants import AnyVariant, Kind, Unavailable
 
-__all__ = ["variants"]
+__all__ = ["maf_rows"]
 
 PACKAGE = "chatkeep-agent-framework"
 
@@ -34,38 +33,17 @@ class ChatkeepMafProvider(MafProvider):
     kind: Kind = "chatkeep"
 
 
-def _url(backend: str, token: str, workdir: str, tag: str) -> str | None:
-    """A chatkeep URL for ``backend`` inside the run's throwaway place (see the backends'
-    modules), or ``None`` where the adapter is not measured."""
-    if backend == "sqlite":
-        return f"sqlite:///{workdir}/sqlite/chatkeep_maf_{tag}.db"
-    if backend == "redis":
-        base = os.environ.get("CHATKEEP_TEST_REDIS_URL") or "redis://127.0.0.1:6379/0"
-        separator = "&" if "?" in base else "?"
-        return f"{base}{separator}namespace=ckbench-{token}-maf{tag}:"
-    if backend == "postgres":
-        base = os.environ.get("CHATKEEP_TEST_POSTGRES_URL") or (
-            "postgresql://postgres@127.0.0.1:5432/test"
-        )
-        separator = "&" if "?" in base else "?"
-        return (
-            f"{base}{separator}schema=ck_bench_{token}&table_prefix=maf{tag}_"
-            f"&application_name=ckbench-{token}"
-        )
-    return None
-
-
-def variants(backend: str, token: str, workdir: str) -> list[AnyVariant | Unavailable]:
-    """The adapter's rows for ``backend`` (none where it is not measured)."""
+def maf_rows(url_for: Callable[[str], str]) -> list[AnyVariant | Unavailable]:
+    """The adapter's two rows for one backend (``url_for(tag)``: a chatkeep URL of its own)."""
     rows: list[AnyVariant | Unavailable] = []
-    for tag, max_messages, label in (("w", 50, "max_messages=50"), ("a", None, "whole session")):
-        url = _url(backend, token, workdir, tag)
-        if url is None:
-            continue
+    for tag, max_messages, label in (("ad-mafw", 50, "max_messages=50"),
+                                     ("ad-mafa", None, "whole session")):  # fmt: skip
         name = f"MAF ChatkeepHistoryProvider ({label})"
 
-        def build(url: str = url, max_messages: int | None = max_messages, name: str = name) -> Any:
+        def build(tag: str = tag, max_messages: int | None = max_messages, name: str = name) -> Any:
             from chatkeep.agent_framework import ChatkeepHistoryProvider
+
+            url = url_for(tag)
 
             async def close(provider: Any) -> None:
                 await provider.aclose()
@@ -82,7 +60,7 @@ def variants(backend: str, token: str, workdir: str) -> list[AnyVariant | Unavai
                 note=note,
             )
 
-        rows.append(optional(name, ["chatkeep.agent_framework"], PACKAGE, build))
+        rows.append(optional(name, ["agent_framework", "chatkeep.agent_framework"], PACKAGE, build))
     return rows
 
 

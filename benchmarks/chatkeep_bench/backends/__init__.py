@@ -58,8 +58,4 @@ def setup(name: str, context: Context) -> BackendRun:
     """Set up backend ``name`` (raises :class:`ServiceMissing`)."""
     module = importlib.import_module(BACKENDS[name])
     run: BackendRun = module.setup(context)
-    if context.peers:  # the framework adapters' rows, beside the frameworks' own stores
-        from .. import adapters_maf
-
-        run.variants += adapters_maf.variants(name, context.token, str(context.workdir))
     return run
