@@ -181,7 +181,9 @@ def build_view(
 
     ``entries`` is the log, oldest first: :class:`~chatkeep.core.Record` objects as a store
     returns them, or their JSON already parsed (a message as ``message_to_dict`` writes it,
-    its ``message_id`` the record id; a control record with its record id under ``"id"``).
+    its ``message_id`` the record id; a control record with its record id under ``"id"``;
+    an ``"id"`` beside a message's ``message_id`` is that record id too, not a field of the
+    message, and is left out of it).
     Walks backward like :func:`read_view`, so a window of ``limit`` messages reads about
     that many entries. ``session_id`` only names the log in errors.
     """
@@ -192,6 +194,8 @@ def build_view(
             builder.feed(entry.id, entry.data, session_id, position)
         else:
             record_id = entry.get("message_id") or entry.get("id") or ""
+            if "id" in entry and "message_id" in entry:  # the log's record id, not the message's
+                entry = {key: value for key, value in entry.items() if key != "id"}
             builder.feed(record_id, entry, session_id, position)
         if builder.done:
             break
