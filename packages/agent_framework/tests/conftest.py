@@ -73,23 +73,7 @@ def agent_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url_for(request.param, request, tmp_path)
 
 
-#: Known failures of a backend's own code, with the reason (strict: they fail once fixed).
-REDIS_LOOP_LEAK = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "chatkeep-redis leaves the asyncio clients of ended event loops to the garbage "
-        "collector (store_async.py _abandon): their StreamWriters then warn 'loop is "
-        "closed' (ResourceWarning). For the redis owner: close them while the loop runs."
-    ),
-)
-
-
-@pytest.fixture(
-    params=[
-        pytest.param(name, marks=REDIS_LOOP_LEAK) if name == "redis" else name
-        for name in LOOP_BACKENDS
-    ]
-)
+@pytest.fixture(params=LOOP_BACKENDS)
 def loop_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh store URL on each backend with a native async client (and SQLite)."""
     return url_for(request.param, request, tmp_path)

@@ -540,3 +540,57 @@ def test_fake_lost_append_reply_neither_loses_nor_duplicates(
     FlakyConnection.faults = {}
     store.append("s", batch("c", "d"))  # whether or not it landed, the retry completes it once
     assert store.read("s") == batch("a", "b", "c", "d")
+
+
+LOOPS = r"""
+import asyncio, gc, sys, threading, uuid, warnings
+problems = []
+warnings.simplefilter("always")
+def seen(message, category, *rest):
+    problems.append(f"{category.__name__}: {message}")
+def unraisable(info):
+    problems.append(f"unraisable {info.exc_type.__name__}: {info.exc_value}")
+warnings.showwarning = seen
+sys.unraisablehook = unraisable
+from chatkeep.core import Record, open_store
+store = open_store(sys.argv[1])
+
+def one(n):
+    async def go():
+        await store.aappend(f"s{n}", [Record(uuid.uuid4().hex, b"x")])
+        await store.aread(f"s{n}", -1)
+    asyncio.run(go())
+
+for n in range(3):
+    one(n)
+threads = [threading.Thread(target=one, args=(n,)) for n in range(3, 6)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+loop = asyncio.new_event_loop()  # a hand-made loop, closed without asyncio.run
+loop.run_until_complete(store.aread("s1", -1))
+loop.close()
+gc.collect()
+store.close()
+gc.collect()
+print("\n".join(problems))
+"""
+
+
+def test_a_loop_per_call_leaves_no_connection_behind(redis_store_url: str) -> None:
+    # asyncio.run per call, loops on threads and a hand-made loop: each loop's connections
+    # are closed as the loop closes, so nothing is left to warn "loop is closed" or
+    # "unclosed transport" when collected (in a process of its own, so nothing else's
+    # garbage is seen).
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", LOOPS, redis_store_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.strip() == "", done.stdout

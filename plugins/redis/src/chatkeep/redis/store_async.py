@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -103,7 +104,22 @@ class AsyncRedisStore(RedisBase):
                         self._settings.cluster,
                     )
                     self._handles[loop] = handle
+                    _close_with(loop, self)
         return handle
+
+    def _release(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Close this loop's client while the loop can still run it (called as the loop
+        closes: asyncio.run's end, or a hand-made loop's close())."""
+        with self._handles_lock:
+            handle = self._handles.pop(loop, None)
+        if handle is None or loop.is_closed():
+            return
+        if loop.is_running():  # close() from inside the loop: asyncio refuses it anyway
+            with self._handles_lock:
+                self._handles[loop] = handle
+            return
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(_aclose_client(handle.client))
 
     async def _command(self, *args: Any) -> Any:
         return await self._handle().execute(*args)
@@ -353,6 +369,29 @@ def _close_from_sync(loop: asyncio.AbstractEventLoop, client: AsyncClient) -> No
             asyncio.run_coroutine_threadsafe(_aclose_client(client), loop).result(timeout=5)
         else:
             loop.run_until_complete(_aclose_client(client))
+
+
+def _close_with(loop: asyncio.AbstractEventLoop, store: AsyncRedisStore) -> None:
+    """Have ``loop.close()`` first close ``store``'s client on that loop.
+
+    A client's connections belong to the loop that opened them, and only that loop can close
+    them cleanly; once it is closed, their transports can only be left to the garbage
+    collector (which warns "loop is closed" and "unclosed transport"). Every way a loop ends
+    goes through its ``close()`` (``asyncio.run`` included), so that is where they are closed.
+    A loop whose class does not allow it (uvloop's) keeps the old behaviour: the client is
+    released when the store notices the loop has ended.
+    """
+    owner = weakref.ref(store)
+    previous = loop.close
+
+    def close() -> None:
+        alive = owner()
+        if alive is not None:
+            alive._release(loop)
+        previous()
+
+    with contextlib.suppress(AttributeError, TypeError):
+        loop.close = close  # type: ignore[method-assign]
 
 
 def _abandon(client: AsyncClient) -> None:
