@@ -210,3 +210,13 @@ def bench(session: nox.Session) -> None:
     ]
     session.install(*editable, *BENCH_PEERS)
     session.run("python", str(ROOT / "benchmarks" / "run.py"), *session.posargs)
+
+
+@nox.session  # not tagged ci: the full run takes long (--quick: under 5 minutes)
+def scale(session: nox.Session) -> None:
+    """Round trips and time at 1k -> 1M records and sessions, cold and warm (issue 15).
+
+    ``nox -s scale -- --quick --backends sqlite,redis``; see benchmarks/README.md.
+    """
+    _install(session)
+    session.run("python", str(ROOT / "benchmarks" / "scale.py"), *session.posargs)
