@@ -241,3 +241,16 @@ def test_sessions_written_by_0_1_are_listed_read_and_appended(redis_store_url: s
     finally:
         backend.close()
         client.close()
+
+
+def test_deleted_bytes_are_gone_from_the_keyspace(store: Store) -> None:
+    backend = store.backend
+    assert isinstance(backend, RedisStore)
+    session, marker = sid(), b"marker-" + uuid.uuid4().hex.encode()
+    store.append(session, [Record("a", b"before " + marker + b" after")])
+    other = sid()
+    store.append(other, [Record("a", b"kept " + marker + b"-other")])
+    assert backend.chatkeep_storage_contains(marker + b" after")
+    store.delete(session)
+    assert not backend.chatkeep_storage_contains(marker + b" after")
+    assert backend.chatkeep_storage_contains(marker + b"-other")

@@ -290,7 +290,31 @@ class RedisStore(RedisBase):
         finally:
             self.close()
 
-    # -- for the conformance suite's damage checks -----------------------------------------
+    # -- the conformance suite's test hooks (chatkeep.testing.hooks) ------------------------
+
+    def chatkeep_storage_contains(self, data: bytes) -> bool:
+        """Whether ``data`` occurs in any key or value under this store's prefix (the whole
+        keyspace chatkeep writes; what the server keeps in its AOF or RDB files until it
+        rewrites them is the server's, out of a client's reach)."""
+        client = self._sync_client()
+        nodes: list[Any] = client.get_primaries() if self.is_cluster else [None]
+        pattern = _escape(self._settings.key_prefix) + "*"
+        for node in nodes:
+            cursor = 0
+            while True:
+                if node is None:
+                    cursor, keys = client.scan(cursor, match=pattern, count=1000)
+                else:
+                    cursors, keys = client.scan(
+                        cursor, match=pattern, count=1000, target_nodes=node
+                    )
+                    cursor = next(iter(cursors.values()))
+                for key in keys:
+                    if data in key or any(data in value for value in _values(client, key)):
+                        return True
+                if int(cursor) == 0:
+                    break
+        return False
 
     def chatkeep_damage(self, session_id: str, position: int, kind: str) -> None:
         """Damage the record at ``position`` behind the store's back, as a failing disk or
@@ -339,6 +363,27 @@ class _ScanPage:
             self.cursor, match=self.pattern, count=self.count, target_nodes=self.node
         )
         return int(next(iter(cursors.values()))), list(keys)
+
+
+def _escape(text: str) -> str:
+    return "".join("\\" + char if char in "*?[]\\" else char for char in text)
+
+
+def _values(client: SyncClient, key: bytes) -> list[bytes]:
+    """Every value stored at ``key``, whatever its type."""
+    kind = client.type(key)
+    if kind == b"list":
+        return list(client.lrange(key, 0, -1))
+    if kind == b"hash":
+        return [item for pair in client.hgetall(key).items() for item in pair]
+    if kind == b"set":
+        return list(client.smembers(key))
+    if kind == b"zset":
+        return list(client.zrange(key, 0, -1))
+    if kind == b"string":
+        value = client.get(key)
+        return [] if value is None else [value]
+    return []
 
 
 def _close_sync_client(client: SyncClient, cluster: bool) -> None:
