@@ -41,12 +41,19 @@ def _cmd_backends(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_conformance(args: argparse.Namespace) -> int:
-    from chatkeep.testing import run_conformance
-
-    report = run_conformance(args.url, extra_args=tuple(args.pytest_args or ()))
-    print(report.format())
-    return 0 if report.ok else 1
+def _conformance(argv: Sequence[str]) -> int:
+    # The runner's own command line, so options go in any order and `--` hands the rest
+    # to pytest exactly as with `python -m chatkeep.testing`.
+    try:
+        from chatkeep.testing.__main__ import main as run
+    except ImportError:
+        print(
+            "chatkeep: error: the conformance suite is not installed: "
+            "pip install chatkeep-testing",
+            file=sys.stderr,
+        )
+        return 2
+    return run(argv, prog="chatkeep conformance")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,21 +71,23 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_commands(commands)
     chat.add_commands(commands)
 
-    conformance = commands.add_parser(
-        "conformance", help="run the conformance suite against a store URL"
+    # Listed for --help; `main` hands its arguments to the runner's own parser.
+    commands.add_parser(
+        "conformance",
+        help="run the conformance suite against a store URL "
+        "(chatkeep conformance URL [--json] [--keep-sessions] [-- PYTEST-ARGS])",
+        add_help=False,
     )
-    conformance.add_argument("url", help="the store to test, e.g. sqlite:///test.db")
-    conformance.add_argument(
-        "pytest_args", nargs=argparse.REMAINDER, help="extra pytest arguments (after --)"
-    )
-    conformance.set_defaults(handler=_cmd_conformance)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["conformance"]:
+        return _conformance(arguments[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     try:
         code: int = args.handler(args)
     except ChatkeepError as exc:

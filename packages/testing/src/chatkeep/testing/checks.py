@@ -9,10 +9,26 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from urllib.parse import parse_qsl, urlencode
 
 from chatkeep.core import Record
 
-__all__ = ["assert_batches_intact", "new_session_id", "plan_batches", "records"]
+__all__ = [
+    "assert_batches_intact",
+    "new_session_id",
+    "plan_batches",
+    "records",
+    "with_query",
+]
+
+
+def with_query(url: str, **params: str) -> str:
+    """``url`` with query parameters ``params`` set (replacing any of the same name)."""
+    head, _, rest = url.partition("?")
+    query, hash_mark, fragment = rest.partition("#")
+    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in params]
+    merged = urlencode([*kept, *params.items()])
+    return f"{head}?{merged}{hash_mark}{fragment}"
 
 
 def new_session_id(tag: str = "s") -> str:

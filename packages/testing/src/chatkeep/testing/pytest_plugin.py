@@ -1,15 +1,24 @@
 """The chatkeep pytest plugin, registered through the ``pytest11`` entry point.
 
-It adds the ``--chatkeep-url`` option and three fixtures:
+It adds the ``--chatkeep-url`` option (and the size options of
+:mod:`chatkeep.testing.settings`) and these fixtures:
 
 ``chatkeep_url``
     The URL of the store under test: the ``--chatkeep-url`` option, or else an error that
     says how to provide one. Override it in a test class, module or ``conftest.py``.
+``chatkeep_settings``
+    The suite's sizes (:class:`~chatkeep.testing.settings.SuiteSettings`); override to
+    shrink them for a slow store.
 ``chatkeep_store``
     ``open_store(chatkeep_url)``, closed after the test.
-``chatkeep_reopen``
-    A function that opens another handle on the same URL (closed after the test), for
-    durability and sharing checks.
+``chatkeep_open`` / ``chatkeep_reopen``
+    Functions opening more handles on the same URL (``chatkeep_open(namespace="a")``),
+    closed after the test.
+``chatkeep_tracker``
+    What the test wrote: the sessions are deleted after the test when the store declares
+    ``delete`` (``--chatkeep-keep-sessions`` keeps them).
+``chatkeep_workers``
+    Worker processes that reopen the URL, for the cross-process tests.
 
 Installing the plugin adds no tests to a project: the suite module is collected only when
 named, as in ``pytest --pyargs chatkeep.testing.suite --chatkeep-url URL``. The plugin
@@ -28,7 +37,20 @@ import pytest
 if TYPE_CHECKING:
     from chatkeep.core import Store
 
-__all__ = ["chatkeep_reopen", "chatkeep_store", "chatkeep_url"]
+    from ._tracking import Tracker
+    from ._workers import WorkerFleet
+    from .settings import SuiteSettings
+
+__all__ = [
+    "chatkeep_fleet",
+    "chatkeep_open",
+    "chatkeep_reopen",
+    "chatkeep_settings",
+    "chatkeep_store",
+    "chatkeep_tracker",
+    "chatkeep_url",
+    "chatkeep_workers",
+]
 
 _SUITE_MODULE = "chatkeep.testing.suite"
 _SUITE_PATH = Path(__file__).with_name("suite.py").resolve()
@@ -43,13 +65,43 @@ _NO_URL = (
 def pytest_configure(config: pytest.Config) -> None:
     """Have this session rewrite the suite's asserts (a previous session, or a caller of
     ``run_conformance``, may have registered them with another import hook)."""
+    from ._paths import clean_sys_path
     from ._rewrite import register_assert_rewrite
 
+    clean_sys_path()
     register_assert_rewrite()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Collect a package inside the ``chatkeep`` namespace (``chatkeep/testing``) as a
+    plain directory.
+
+    pytest would otherwise import its ``__init__.py`` by path, which in the default
+    ``prepend`` import mode puts the namespace folder itself on ``sys.path``, where
+    ``chatkeep/redis`` then hides the ``redis`` driver (and ``chatkeep/openai`` the
+    ``openai`` SDK) for the tests and for the worker processes they spawn. The suite module
+    itself is imported by its real name (see :func:`pytest_pycollect_makemodule`).
+    """
+    from ._paths import is_namespace_portion
+
+    if (path / "__init__.py").is_file() and is_namespace_portion(str(path.parent)):
+        return pytest.Dir.from_parent(parent, path=path)
+    return None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Whatever collected other tests may have put on ``sys.path``, the namespace folder
+    must not stay there while the suite runs."""
+    from ._paths import clean_sys_path
+
+    clean_sys_path()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--chatkeep-url``."""
+    """Add ``--chatkeep-url``, ``--chatkeep-keep-sessions`` and the size options."""
+    from .settings import OPTIONS
+
     group = parser.getgroup("chatkeep", "chatkeep store conformance")
     group.addoption(
         "--chatkeep-url",
@@ -59,6 +111,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="URL of the chatkeep store the conformance suite tests (e.g. sqlite:///c.db). "
         "The suite writes sessions with random ids: do not point it at production data.",
     )
+    group.addoption(
+        "--chatkeep-keep-sessions",
+        dest="chatkeep_keep_sessions",
+        action="store_true",
+        default=False,
+        help="keep the sessions the suite wrote (by default each test deletes them when the "
+        "store declares delete)",
+    )
+    for option, (field, help_text) in OPTIONS.items():
+        group.addoption(
+            f"--chatkeep-{option}",
+            dest=f"chatkeep_{field}",
+            type=int,
+            metavar="N",
+            default=None,
+            help=help_text,
+        )
 
 
 @pytest.fixture
@@ -71,34 +140,76 @@ def chatkeep_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def chatkeep_store(chatkeep_url: str) -> Iterator[Store]:
-    """A store opened from ``chatkeep_url``, closed after the test."""
-    from chatkeep.core import open_store
+def chatkeep_settings(request: pytest.FixtureRequest) -> SuiteSettings:
+    """The suite's sizes (``--chatkeep-volume-mib`` and friends); override to change them."""
+    from .settings import OPTIONS, from_options
 
-    store = open_store(chatkeep_url)
-    try:
-        yield store
-    finally:
-        store.close()
+    values = {
+        field: request.config.getoption(f"chatkeep_{field}", default=None)
+        for field, _ in OPTIONS.values()
+    }
+    values["keep_sessions"] = bool(
+        request.config.getoption("chatkeep_keep_sessions", default=False)
+    )
+    return from_options(values)
 
 
 @pytest.fixture
-def chatkeep_reopen(chatkeep_url: str) -> Iterator[Callable[[], Store]]:
-    """A function returning a new handle on ``chatkeep_url``; all are closed afterwards."""
-    from chatkeep.core import open_store
+def chatkeep_tracker(chatkeep_url: str, chatkeep_settings: SuiteSettings) -> Iterator[Tracker]:
+    """The handles of this test and the sessions written through them. After the test the
+    sessions are deleted (unless ``--chatkeep-keep-sessions``) and the handles closed."""
+    from ._tracking import Tracker
 
-    opened: list[Store] = []
+    tracker = Tracker(chatkeep_url)
+    try:
+        yield tracker
+    finally:
+        tracker.finish(delete=not chatkeep_settings.keep_sessions)
+
+
+@pytest.fixture
+def chatkeep_open(chatkeep_tracker: Tracker) -> Callable[..., Store]:
+    """A function opening a new handle on ``chatkeep_url`` with options
+    (``chatkeep_open(namespace="a")``); cleaned up and closed after the test."""
+    return chatkeep_tracker.open
+
+
+@pytest.fixture
+def chatkeep_store(chatkeep_open: Callable[..., Store]) -> Store:
+    """A store opened from ``chatkeep_url``, closed (and cleaned up) after the test."""
+    return chatkeep_open()
+
+
+@pytest.fixture
+def chatkeep_reopen(chatkeep_open: Callable[..., Store]) -> Callable[[], Store]:
+    """A function returning a new handle on ``chatkeep_url``; all are closed afterwards."""
 
     def reopen() -> Store:
-        store = open_store(chatkeep_url)
-        opened.append(store)
-        return store
+        return chatkeep_open()
 
+    return reopen
+
+
+@pytest.fixture(scope="session")
+def chatkeep_fleet() -> Iterator[WorkerFleet]:
+    """Worker processes (``spawn``) for the cross-process tests, started on first use and
+    shared by every test of the run."""
+    from ._workers import WorkerFleet
+
+    fleet = WorkerFleet()
     try:
-        yield reopen
+        yield fleet
     finally:
-        for store in opened:
-            store.close()
+        fleet.shutdown()
+
+
+@pytest.fixture
+def chatkeep_workers(chatkeep_fleet: WorkerFleet) -> Iterator[WorkerFleet]:
+    """The worker fleet, with every store the workers opened closed after the test."""
+    try:
+        yield chatkeep_fleet
+    finally:
+        chatkeep_fleet.close_stores()
 
 
 def _is_suite(path: Path) -> bool:

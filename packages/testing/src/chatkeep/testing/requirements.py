@@ -21,6 +21,7 @@ from types import MappingProxyType
 __all__ = [
     "CAPABILITY_ORDER",
     "CORE",
+    "HOOK_GROUPS",
     "REQUIREMENTS",
     "Requirement",
     "defining_mixin",
@@ -32,30 +33,45 @@ __all__ = [
 CORE = "core"
 
 #: The order capability rows appear in a report (after ``core``).
-CAPABILITY_ORDER: tuple[str, ...] = ("delete", "list_sessions", "close", "shared", "durable", "ttl")
+CAPABILITY_ORDER: tuple[str, ...] = (
+    "delete",
+    "list_sessions",
+    "close",
+    "shared",
+    "durable",
+    "ttl",
+    "conditional",
+    "namespace",
+)
+
+#: Report rows of the optional test hooks (:mod:`chatkeep.testing.hooks`), after the rest.
+HOOK_GROUPS: tuple[str, ...] = ("damage", "erasure", "durability")
 
 
 @dataclass(frozen=True)
 class Requirement:
-    """What a mixin needs from the store (``capabilities``, all of them) and where its
-    results are reported (``group``)."""
+    """What a mixin needs from the store (``capabilities``, all of them, and test ``hooks``
+    its backend must provide) and where its results are reported (``group``)."""
 
     group: str
     capabilities: frozenset[str] = frozenset()
+    hooks: frozenset[str] = frozenset()
 
 
-def needs(*capabilities: str, group: str | None = None) -> Requirement:
-    """A :class:`Requirement` for ``capabilities``, reported under ``group`` (by default the
-    first capability named).
+def needs(*capabilities: str, group: str | None = None, hooks: tuple[str, ...] = ()) -> Requirement:
+    """A :class:`Requirement` for ``capabilities`` (and test ``hooks``), reported under
+    ``group`` (by default the first capability named).
 
     ``needs("delete", "list_sessions")`` runs only on stores that declare both and reports
-    under ``delete``; ``needs(group="lifecycle")`` needs nothing and gets its own row.
+    under ``delete``; ``needs(group="lifecycle")`` needs nothing and gets its own row;
+    ``needs(group="damage", hooks=("chatkeep_damage",))`` runs only where the backend has
+    that test hook, and is reported ``not provided`` elsewhere.
     """
     if group is None:
         if not capabilities:
             raise ValueError("needs() without capabilities must name its group")
         group = capabilities[0]
-    return Requirement(group=group, capabilities=frozenset(capabilities))
+    return Requirement(group=group, capabilities=frozenset(capabilities), hooks=frozenset(hooks))
 
 
 #: Mixin class name -> what it needs. Unlisted mixins need nothing (group ``core``).
@@ -64,17 +80,34 @@ REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType(
         "DeleteTests": needs("delete"),
         "DeleteListingTests": needs("delete", "list_sessions"),
         "ListSessionsTests": needs("list_sessions"),
+        "ListingPagesTests": needs("list_sessions"),
+        "LongPrefixTests": needs("list_sessions"),
         "HostileIdListingTests": needs("list_sessions"),
         "CloseTests": needs("close"),
         "SharedStoreTests": needs("shared"),
+        "CrossHandleTests": needs("shared"),
+        "CrossHandleDeleteTests": needs("shared", "delete"),
+        "ProcessOrderTests": needs("shared"),
+        "CrossProcessRetryTests": needs("shared"),
         "DurabilityTests": needs("durable"),
         "DurableDeleteTests": needs("durable", "delete"),
+        "CrashDurabilityTests": needs("durable", "shared"),
+        "TtlTests": needs("ttl"),
+        "ConditionalAppendTests": needs("conditional"),
+        "ConditionalProcessTests": needs("conditional", "shared"),
+        "NamespaceTests": needs("namespace"),
         # log views and the history lifecycle, built by the core on the two hooks
         "ForkTests": needs(group="views"),
         "UndoTests": needs(group="views"),
         "CheckpointTests": needs(group="views"),
+        "CorruptRecordTests": needs(group="views"),
         "ForkDeletionTests": needs("delete"),
+        "ForkDeletionFaultTests": needs("delete"),
         "LifecycleTests": needs(group="lifecycle"),
+        # optional test hooks (chatkeep.testing.hooks): "not provided" where absent
+        "DamageTests": needs(group="damage", hooks=("chatkeep_damage",)),
+        "ErasureTests": needs("delete", group="erasure", hooks=("chatkeep_storage_contains",)),
+        "DurabilityClaimTests": needs(group="durability", hooks=("chatkeep_durability",)),
     }
 )
 

@@ -16,6 +16,8 @@ import pytest
 
 from chatkeep.core import open_store, redact_url
 
+from ._paths import clean_sys_path
+from .hooks import TEST_HOOKS
 from .report import ConformanceReport, TestOutcome
 from .requirements import defining_mixin, requirement_for
 
@@ -26,11 +28,39 @@ _HYPOTHESIS_STORAGE = "HYPOTHESIS_STORAGE_DIRECTORY"
 
 
 class _Collector:
-    """A pytest plugin that records each test's outcome under its report group."""
+    """A pytest plugin that records each test's outcome under its report group, and which
+    tests of the suite were deselected or never reached."""
 
     def __init__(self) -> None:
         self.outcomes: dict[str, TestOutcome] = {}
         self.collection_errors: list[str] = []
+        self.selected: list[str] = []
+        self.deselected: list[str] = []
+        self.functions: set[str] = set()
+
+    def pytest_deselected(self, items: Sequence[pytest.Item]) -> None:
+        """Tests ``-k``, ``-m`` or ``--deselect`` left out."""
+        for item in items:
+            self.deselected.append(self._describe(item.nodeid)[0])
+            self.functions.add(getattr(item, "originalname", item.name))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """The tests that will run."""
+        for item in session.items:
+            self.selected.append(item.nodeid)
+            self.functions.add(getattr(item, "originalname", item.name))
+
+    def not_run(self) -> tuple[str, ...]:
+        """Tests of the suite that did not run: deselected, never reached (``-x``, an
+        interruption), or not even collected (a node id naming a few tests)."""
+        from .suite import TestConformance
+
+        missing = list(self.deselected)
+        missing += [self._describe(n)[0] for n in self.selected if n not in self.outcomes]
+        for name in sorted(n for n in dir(TestConformance) if n.startswith("test_")):
+            if name not in self.functions:
+                missing.append(f"{defining_mixin(TestConformance, name).__name__}.{name}")
+        return tuple(missing)
 
     def _describe(self, nodeid: str) -> tuple[str, str]:
         test = nodeid.rsplit("::", 1)[-1]
@@ -121,7 +151,9 @@ def _exit_name(exit_code: int) -> str:
         return str(int(exit_code))
 
 
-def _pytest_args(url: str, extra_args: Sequence[str], quiet: bool) -> list[str]:
+def _pytest_args(
+    url: str, extra_args: Sequence[str], quiet: bool, keep_sessions: bool
+) -> list[str]:
     args = [
         # The suite by path, not --pyargs: with no path argument that exists, pytest would
         # load a conftest.py from the current directory.
@@ -138,30 +170,40 @@ def _pytest_args(url: str, extra_args: Sequence[str], quiet: bool) -> list[str]:
     ]
     if quiet:
         args.append("-q")
+    if keep_sessions:
+        args.append("--chatkeep-keep-sessions")
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "chatkeep.testing.pytest_plugin"]
     return [*args, *extra_args]
 
 
 def run_conformance(
-    url: str, *, extra_args: Sequence[str] = (), quiet: bool = False
+    url: str,
+    *,
+    extra_args: Sequence[str] = (),
+    quiet: bool = False,
+    keep_sessions: bool = False,
 ) -> ConformanceReport:
     """Run the conformance suite against the store at ``url`` and report per capability.
 
     The suite runs in this process through ``pytest.main``; ``extra_args`` are added to its
     command line (``["-x"]``, ``["-k", "Slice"]``, ``["-n", "4"]`` with pytest-xdist).
     pytest's own output goes to stdout unless ``quiet``, in which case it is kept in
-    ``report.output``. Never raises for a failing store; a store that cannot even be opened
-    gives a ``"failed"`` report whose ``error`` says why. Example::
+    ``report.output``. The sessions the suite writes are deleted after each test when the
+    store declares ``delete``, unless ``keep_sessions``. Never raises for a failing store;
+    a store that cannot even be opened gives a ``"failed"`` report whose ``error`` says why;
+    a run stopped by Ctrl-C gives an ``"interrupted"`` one. Example::
 
         report = run_conformance("sqlite:///tmp/c.db")
         print(report.format())
         assert report.ok, report.level
     """
+    clean_sys_path()
     shown_url = redact_url(url)
     try:
         with open_store(url) as probe:
             declared, backend = probe.capabilities, probe.name
+            hooks = frozenset(h for h in TEST_HOOKS if hasattr(probe.backend, h))
     except Exception as exc:
         return ConformanceReport(
             url=shown_url,
@@ -172,7 +214,7 @@ def run_conformance(
         )
 
     collector = _Collector()
-    args = _pytest_args(url, extra_args, quiet)
+    args = _pytest_args(url, extra_args, quiet, keep_sessions)
     output: str | None = None
     with _hypothesis_storage_outside_cwd():
         if quiet:
@@ -184,9 +226,10 @@ def run_conformance(
             exit_code = pytest.main(args, plugins=[collector])
 
     error = None
+    interrupted = exit_code == pytest.ExitCode.INTERRUPTED
     if collector.collection_errors:
         error = "the suite could not be collected: " + collector.collection_errors[0]
-    elif exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+    elif not interrupted and exit_code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         error = f"pytest stopped with exit code {_exit_name(exit_code)}"
     return ConformanceReport(
         url=shown_url,
@@ -196,4 +239,7 @@ def run_conformance(
         exit_code=int(exit_code),
         error=error,
         output=output,
+        provided_hooks=hooks,
+        not_run=collector.not_run() if error is None else (),
+        interrupted=interrupted,
     )

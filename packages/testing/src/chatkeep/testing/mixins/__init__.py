@@ -1,39 +1,69 @@
 """The conformance mixins, one per concern; :class:`chatkeep.testing.StoreConformance`
-inherits them all. Which capability each needs is declared in
+inherits them all. Which capability (or test hook) each needs is declared in
 :mod:`chatkeep.testing.requirements`."""
 
 from ._base import ConformanceBase
 from .async_api import AsyncApiTests
 from .atomicity import AtomicBatchTests, RetryTests, ThreadConcurrencyTests
 from .close import CloseTests
+from .closed import ClosedHandleTests, OptionTests
+from .conditional import ConditionalAppendTests, ConditionalProcessTests
+from .costs import TailCostTests
 from .delete import DeleteListingTests, DeleteTests
 from .durability import DurabilityTests, DurableDeleteTests
+from .faults import ForkDeletionFaultTests
+from .hooked import DamageTests, DurabilityClaimTests, ErasureTests
+from .idempotency import RecordIdempotencyTests
 from .ids import HostileIdListingTests, HostileIdTests, InvalidIdTests
 from .isolation import MutationSafetyTests
 from .listing import ListSessionsTests
 from .model import ModelTests
+from .namespaces import NamespaceTests
 from .order import OrderTests, SliceTests
+from .paging import ListingPagesTests, LongPrefixTests
 from .payload import PayloadTests
-from .shared import SharedStoreTests
+from .shared import (
+    CrashDurabilityTests,
+    CrossHandleDeleteTests,
+    CrossHandleTests,
+    CrossProcessRetryTests,
+    ProcessOrderTests,
+    SharedStoreTests,
+)
+from .ttl import TtlTests
 from .views import (
     CheckpointTests,
+    CorruptRecordTests,
     ForkDeletionTests,
     ForkTests,
     LifecycleTests,
     UndoTests,
     ViewsAndLifecycleTests,
 )
+from .volume import VolumeTests
 
 __all__ = [
     "AsyncApiTests",
     "AtomicBatchTests",
     "CheckpointTests",
     "CloseTests",
+    "ClosedHandleTests",
+    "ConditionalAppendTests",
+    "ConditionalProcessTests",
     "ConformanceBase",
+    "CorruptRecordTests",
+    "CrashDurabilityTests",
+    "CrossHandleDeleteTests",
+    "CrossHandleTests",
+    "CrossProcessRetryTests",
+    "DamageTests",
     "DeleteListingTests",
     "DeleteTests",
+    "DurabilityClaimTests",
     "DurabilityTests",
     "DurableDeleteTests",
+    "ErasureTests",
+    "ForkDeletionFaultTests",
     "ForkDeletionTests",
     "ForkTests",
     "HostileIdListingTests",
@@ -41,14 +71,23 @@ __all__ = [
     "InvalidIdTests",
     "LifecycleTests",
     "ListSessionsTests",
+    "ListingPagesTests",
+    "LongPrefixTests",
     "ModelTests",
     "MutationSafetyTests",
+    "NamespaceTests",
+    "OptionTests",
     "OrderTests",
     "PayloadTests",
+    "ProcessOrderTests",
+    "RecordIdempotencyTests",
     "RetryTests",
     "SharedStoreTests",
     "SliceTests",
+    "TailCostTests",
     "ThreadConcurrencyTests",
+    "TtlTests",
     "UndoTests",
     "ViewsAndLifecycleTests",
+    "VolumeTests",
 ]

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from chatkeep.core import InvalidSessionId, Store
+from chatkeep.core import InvalidSessionId, Record, Store
 
 from ..checks import new_session_id, records
 from ..samples import INVALID_SESSION_IDS
@@ -69,6 +69,26 @@ class DeleteTests(ConformanceBase):
         assert chatkeep_store.read(session, -1) == records(2)[-1:]
         chatkeep_store.append(session, records(1, "new"))
         assert chatkeep_store.read(session) == records(2) + records(1, "new")
+
+    def test_delete_after_a_warm_tail_read(self, chatkeep_store: Store) -> None:
+        session = new_session_id()
+        chatkeep_store.append(session, records(6))
+        # Warm whatever a handle keeps about a session's end (a cached length, a cursor).
+        for count in (1, 3, 6):
+            assert chatkeep_store.read(session, -count) == records(6)[-count:]
+        chatkeep_store.read(session, 2, 4)
+        chatkeep_store.delete(session)
+        _assert_erased(chatkeep_store, session)
+        chatkeep_store.append(session, records(1, "new"))
+        assert chatkeep_store.read(session, -3) == records(1, "new")
+        assert chatkeep_store.read(session) == records(1, "new")
+
+    def test_ids_are_free_after_delete_even_with_other_data(self, chatkeep_store: Store) -> None:
+        session = new_session_id()
+        chatkeep_store.append(session, [Record("a", b"old"), Record("b", b"old")])
+        chatkeep_store.delete(session)
+        chatkeep_store.append(session, [Record("a", b"new")])
+        assert chatkeep_store.read(session) == [Record("a", b"new")]
 
     def test_async_delete(self, chatkeep_store: Store) -> None:
         session = new_session_id()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from chatkeep.core import Store
+from chatkeep.core import Store, read_view
 
 from ..checks import new_session_id, records
 from ._base import ConformanceBase
@@ -54,6 +54,15 @@ class DurableDeleteTests(ConformanceBase):
         chatkeep_store.delete(gone)
         chatkeep_store.close()
         again = chatkeep_reopen()
-        assert again.read(gone) == []
-        assert again.read(gone, -1) == []
+        paths = {
+            "full": again.read(gone),
+            "tail": again.read(gone, -1),
+            "long tail": again.read(gone, -5),
+            "slice": again.read(gone, 1, 3),
+            "first": again.read(gone, 0, 1),
+        }
+        assert all(got == [] for got in paths.values()), f"read after reopen: {paths}"
+        assert read_view(again, gone) == [], "the view after reopen"
+        if again.supports("list_sessions"):
+            assert gone not in set(again.list_sessions(gone)), "listed after reopen"
         assert again.read(kept) == records(1)

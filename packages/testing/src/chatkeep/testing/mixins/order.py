@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 
 from chatkeep.core import Record, Store
 
@@ -108,6 +109,25 @@ class SliceTests(ConformanceBase):
         assert chatkeep_store.read(session, 0, -100) == []
         assert chatkeep_store.read(session, -100, 2) == log[:2]
         assert chatkeep_store.read(session, 0, 100) == log
+
+    def test_extreme_bounds(self, chatkeep_store: Store) -> None:
+        before, session = new_session_id("before"), new_session_id()
+        chatkeep_store.append(before, records(5, "prev"))  # written just before: must not leak
+        log = records(6)
+        chatkeep_store.append(session, log[:2])
+        chatkeep_store.append(session, log[2:])
+        huge = [sys.maxsize, 2**40, 2**31, 2**32 + 1]
+        bounds = [0, 1, -1, 3, -3, *huge, *(-h for h in huge), -sys.maxsize - 1]
+        wrong = []
+        for start, stop in itertools.product(bounds, [None, *bounds]):
+            got = chatkeep_store.read(session, start, stop)
+            if got != log[start:stop]:
+                wrong.append((start, stop, [r.id for r in got]))
+        assert not wrong, f"{len(wrong)} extreme slices differ from Python's, e.g. {wrong[:2]}"
+        unknown = new_session_id("unknown")
+        for start in (-sys.maxsize, -(2**40), 2**40, sys.maxsize):
+            assert chatkeep_store.read(unknown, start) == []
+            assert chatkeep_store.read(unknown, start, -start) == []
 
     def test_slices_of_unknown_session_are_empty(self, chatkeep_store: Store) -> None:
         session = new_session_id("unknown")

@@ -21,6 +21,7 @@ from chatkeep.core import (
     Agent,
     AgentSession,
     ChatResponseUpdate,
+    CorruptRecord,
     FunctionCallContent,
     FunctionResultContent,
     HistoryProvider,
@@ -46,6 +47,7 @@ from ._base import NOT_DECLARED, ConformanceBase
 
 __all__ = [
     "CheckpointTests",
+    "CorruptRecordTests",
     "ForkDeletionTests",
     "ForkTests",
     "LifecycleTests",
@@ -249,6 +251,49 @@ class ForkDeletionTests(ConformanceBase):
         assert read_view(chatkeep_store, grandchild) == before[grandchild]
         if chatkeep_store.supports("list_sessions"):
             assert not list(chatkeep_store.list_sessions(TEMP_PREFIX)), "temporary copies left"
+
+
+class CorruptRecordTests(ConformanceBase):
+    """A record that does not decode is reported by every view as ``CorruptRecord`` with
+    its session and position, never skipped; what comes after it still loads."""
+
+    def _damaged(self, store: Store, data: bytes) -> tuple[str, int]:
+        session = new_session_id("corrupt")
+        for i in range(2):
+            _turn(store, session, f"before{i}")
+        store.append(session, [Record(new_id(), data)])
+        _turn(store, session, "after")
+        return session, 4
+
+    @pytest.mark.parametrize(
+        "data",
+        [
+            b"\xff\xfe not a message",
+            b'{"type": "message", "role": "user", "contents": [{"type": "text", "te',
+            b'{"type": "chatkeep.no-such-kind"}',
+            b"",
+        ],
+        ids=["garbage", "truncated", "unknown-control", "empty"],
+    )
+    def test_views_report_an_undecodable_record(self, chatkeep_store: Store, data: bytes) -> None:
+        session, position = self._damaged(chatkeep_store, data)
+        for name, load in {
+            "read_view": lambda: read_view(chatkeep_store, session),
+            "read_messages": lambda: read_messages(chatkeep_store, session),
+            "HistoryProvider.load": lambda: asyncio.run(
+                HistoryProvider(chatkeep_store).load(AgentSession(session))
+            ),
+        }.items():
+            with pytest.raises(CorruptRecord) as error:
+                load()
+            assert error.value.session_id == session, f"{name} names another session"
+            assert error.value.position == position, (
+                f"{name} reports position {error.value.position}, not {position}"
+            )
+        assert _texts(read_view(chatkeep_store, session, limit=2)) == ["after", "re: after"]
+        _turn(chatkeep_store, session, "still appendable")
+        with pytest.raises(CorruptRecord):
+            read_view(chatkeep_store, session)
 
 
 def _weather(city: str) -> dict[str, Any]:

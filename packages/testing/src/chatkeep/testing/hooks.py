@@ -1,0 +1,93 @@
+"""Optional test hooks: methods a backend may implement so the suite can check promises it
+cannot check through the two storage hooks alone.
+
+A backend object (what the factory returned; ``store.backend``) that has one of these
+methods is checked with it; one that has not is reported ``not provided`` on that row of
+the report, never ``pass``. They are for tests only: nothing in chatkeep calls them.
+
+``chatkeep_damage(session_id, position, kind) -> None``
+    Damage the record at absolute ``position`` of the session behind the store's back, as a
+    disk, an operator or another program could: ``kind`` is ``"garbage"`` (its stored bytes
+    replaced by others), ``"truncated"`` (cut short) or ``"missing"`` (removed). Raise
+    ``NotImplementedError`` for a kind the backend cannot produce (that kind is then
+    reported as not provided). The suite appends one record per ``append`` before it
+    damages, so one record is one unit of storage on any layout. Expected afterwards
+    (DESIGN section 10: reported, contained, never silent): reading the session through the
+    views raises :class:`~chatkeep.core.errors.CorruptRecord` naming the session and
+    ``position``; ``read(session, 0, position)`` returns the records before it unchanged;
+    the session stays appendable (a new record reads back with a tail read) and the damage
+    stays reported after that append.
+
+``chatkeep_storage_contains(data) -> bool``
+    Whether the bytes ``data`` occur anywhere in the storage this handle writes to: the
+    database file with its journal or write-ahead log and free pages, every object or blob
+    under the store's prefix, every key and value under its namespace. The suite writes
+    records carrying a random marker, checks the hook finds it (so a hook that always says
+    ``False`` fails), deletes the session and expects the marker gone: ``delete`` erases the
+    bytes, not only the way to read them.
+
+``chatkeep_durability() -> str``
+    What an acknowledged ``append`` survives with this handle's settings: ``"nothing"``
+    (it lives in the writing process), ``"process"`` (the writing process crashing),
+    ``"server"`` (also the server or OS process holding the data restarting) or ``"power"``
+    (also an OS crash or power loss: data is synced to stable storage before ``append``
+    returns). The suite checks that a store declaring ``durable``
+    claims ``"power"`` with its default settings (DESIGN section 10: backends default to
+    the safe setting), and verifies the part it can: a record acknowledged by a process that
+    then dies without closing anything is read back by another process.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "DAMAGE",
+    "DAMAGE_KINDS",
+    "DURABILITY",
+    "DURABILITY_LEVELS",
+    "STORAGE_CONTAINS",
+    "TEST_HOOKS",
+    "Damageable",
+    "DurabilityReporting",
+    "StorageInspectable",
+]
+
+DAMAGE = "chatkeep_damage"
+STORAGE_CONTAINS = "chatkeep_storage_contains"
+DURABILITY = "chatkeep_durability"
+
+#: Every test hook the suite knows.
+TEST_HOOKS: tuple[str, ...] = (DAMAGE, STORAGE_CONTAINS, DURABILITY)
+
+DamageKind = Literal["garbage", "truncated", "missing"]
+
+#: The kinds of damage ``chatkeep_damage`` may be asked for.
+DAMAGE_KINDS: tuple[DamageKind, ...] = ("garbage", "truncated", "missing")
+
+#: The answers of ``chatkeep_durability``, weakest first.
+DURABILITY_LEVELS: tuple[str, ...] = ("nothing", "process", "server", "power")
+
+
+@runtime_checkable
+class Damageable(Protocol):
+    """A backend with the damage hook."""
+
+    def chatkeep_damage(self, session_id: str, position: int, kind: DamageKind) -> None:
+        """Damage the record at ``position`` (see the module docstring)."""
+
+
+@runtime_checkable
+class StorageInspectable(Protocol):
+    """A backend with the storage-inspection hook."""
+
+    def chatkeep_storage_contains(self, data: bytes) -> bool:
+        """Whether ``data`` is anywhere in the backend's storage."""
+
+
+@runtime_checkable
+class DurabilityReporting(Protocol):
+    """A backend that says what an acknowledged append survives."""
+
+    def chatkeep_durability(self) -> str:
+        """``"nothing"``, ``"process"``, ``"server"`` or ``"power"``."""
