@@ -30,18 +30,25 @@ def core_has(name: str) -> bool:
     return hasattr(_errors, name)
 
 
-class _RecordConflict(ChatkeepError, ValueError):
-    """Stand-in for ``chatkeep.core.errors.RecordConflict``."""
+class _Standins:
+    class RecordConflict(ChatkeepError, ValueError):
+        """Stand-in for ``chatkeep.core.errors.RecordConflict``."""
+
+        def __init__(self, session_id: str, record_id: str) -> None:
+            self.session_id, self.record_id = session_id, record_id
+            super().__init__(f"record {record_id!r} of session {session_id!r} differs")
+
+    class AppendConflict(ChatkeepError, RuntimeError):
+        """Stand-in for ``chatkeep.core.errors.AppendConflict``."""
+
+        def __init__(self, session_id: str, expected: str | None) -> None:
+            self.session_id, self.expected = session_id, expected
+            super().__init__(f"session {session_id!r} no longer ends at {expected!r}")
+
+    class StoreClosed(ChatkeepError, RuntimeError):
+        """Stand-in for ``chatkeep.core.errors.StoreClosed``."""
 
 
-class _AppendConflict(ChatkeepError, RuntimeError):
-    """Stand-in for ``chatkeep.core.errors.AppendConflict``."""
-
-
-class _StoreClosed(ChatkeepError, RuntimeError):
-    """Stand-in for ``chatkeep.core.errors.StoreClosed``."""
-
-
-RecordConflict: Any = getattr(_errors, "RecordConflict", _RecordConflict)
-AppendConflict: Any = getattr(_errors, "AppendConflict", _AppendConflict)
-StoreClosed: Any = getattr(_errors, "StoreClosed", _StoreClosed)
+RecordConflict: Any = getattr(_errors, "RecordConflict", _Standins.RecordConflict)
+AppendConflict: Any = getattr(_errors, "AppendConflict", _Standins.AppendConflict)
+StoreClosed: Any = getattr(_errors, "StoreClosed", _Standins.StoreClosed)
