@@ -1,7 +1,8 @@
 """``tp:///path/to/file.db``: a third-party chatkeep backend on one SQLite file.
 
-Shared between processes and durable (SQLite's file locking and transactions do the work),
-with delete, paged listing and close.
+The complete example of core/BACKENDS.md (a test keeps the two identical). Shared between
+processes and durable (SQLite's file locking and transactions do the work), with delete,
+paged listing and close; it passes the conformance suite at level ``full``.
 """
 
 from __future__ import annotations
@@ -11,25 +12,39 @@ import threading
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from chatkeep.core import Record, hookimpl
+from chatkeep.core.backend import (
+    CLOSE,
+    DELETE,
+    DURABLE,
+    LIST_SESSIONS,
+    SHARED,
+    InvalidOption,
+    Record,
+    RecordConflict,
+    hookimpl,
+)
 
 _SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session TEXT PRIMARY KEY,
+    length INTEGER NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS log (
-    position INTEGER PRIMARY KEY AUTOINCREMENT,
     session TEXT NOT NULL,
+    position INTEGER NOT NULL,
     record_id TEXT NOT NULL,
     data BLOB NOT NULL,
+    PRIMARY KEY (session, position),
     UNIQUE (session, record_id)
-);
-CREATE INDEX IF NOT EXISTS log_by_session ON log (session, position);
+) WITHOUT ROWID;
 """
 
 
 class TPStore:
-    """Sessions as rows of one table, ordered by an autoincrementing position."""
+    """Sessions as rows of one table, at dense positions; their lengths in another."""
 
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {"shared", "durable", "delete", "list_sessions", "close"}
+        {SHARED, DURABLE, DELETE, LIST_SESSIONS, CLOSE}
     )
     page_size = 64
 
@@ -37,22 +52,54 @@ class TPStore:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
         with self._lock:
-            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute("PRAGMA synchronous = FULL")  # durable: survives power loss
             self._db.executescript(_SCHEMA)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> TPStore:
-        """``tp:///absolute/path.db``."""
-        return cls(url.split("://", 1)[1], **options)
+        """``tp:///relative/path.db`` or ``tp:////absolute/path.db``; no options."""
+        rest = url.split("://", 1)[1]
+        path, _, query = rest.partition("?")
+        if query or options:
+            unknown = sorted({*options, *(p.split("=", 1)[0] for p in query.split("&") if p)})
+            raise InvalidOption(f"tp:// takes no options (got {', '.join(unknown)})")
+        path = path[1:] if path.startswith("/") else path
+        if not path:
+            raise InvalidOption("tp:// needs a file path: tp:///chats.db")
+        return cls(path)
+
+    def _length(self, session_id: str) -> int:
+        row = self._db.execute(
+            "SELECT length FROM sessions WHERE session = ?", (session_id,)
+        ).fetchone()
+        return 0 if row is None else int(row[0])
 
     def append(self, session_id: str, records: list[Record]) -> None:
-        rows = [(session_id, record.id, record.data) for record in records]
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                # OR IGNORE: a retried batch whose records already landed adds nothing.
+                marks = ",".join("?" * len(records))
+                stored = dict(
+                    self._db.execute(
+                        f"SELECT record_id, data FROM log WHERE session = ? "  # noqa: S608
+                        f"AND record_id IN ({marks})",
+                        (session_id, *(r.id for r in records)),
+                    ).fetchall()
+                )
+                for record in records:
+                    if record.id in stored and bytes(stored[record.id]) != record.data:
+                        raise RecordConflict(session_id, record.id)
+                # Already stored with the same data: a retry, skipped. The rest is new.
+                fresh = [r for r in records if r.id not in stored]
+                length = self._length(session_id)
                 self._db.executemany(
-                    "INSERT OR IGNORE INTO log (session, record_id, data) VALUES (?, ?, ?)", rows
+                    "INSERT INTO log (session, position, record_id, data) VALUES (?, ?, ?, ?)",
+                    [(session_id, length + n, r.id, r.data) for n, r in enumerate(fresh)],
+                )
+                self._db.execute(
+                    "INSERT INTO sessions (session, length) VALUES (?, ?) "
+                    "ON CONFLICT (session) DO UPDATE SET length = excluded.length",
+                    (session_id, length + len(fresh)),
                 )
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -63,16 +110,11 @@ class TPStore:
         with self._lock:
             self._db.execute("BEGIN")
             try:
-                if start < 0 or (stop is not None and stop < 0):
-                    (length,) = self._db.execute(
-                        "SELECT count(*) FROM log WHERE session = ?", (session_id,)
-                    ).fetchone()
-                    start, stop, _ = slice(start, stop).indices(length)
-                limit = -1 if stop is None else max(stop - start, 0)
+                first, end, _ = slice(start, stop).indices(self._length(session_id))
                 rows = self._db.execute(
                     "SELECT record_id, data FROM log WHERE session = ? "
-                    "ORDER BY position LIMIT ? OFFSET ?",
-                    (session_id, limit, start),
+                    "AND position >= ? AND position < ? ORDER BY position",
+                    (session_id, first, end),
                 ).fetchall()
             finally:
                 self._db.execute("COMMIT")
@@ -80,7 +122,10 @@ class TPStore:
 
     def delete(self, session_id: str) -> None:
         with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
             self._db.execute("DELETE FROM log WHERE session = ?", (session_id,))
+            self._db.execute("DELETE FROM sessions WHERE session = ?", (session_id,))
+            self._db.execute("COMMIT")
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
         prefix = prefix or ""
@@ -88,7 +133,7 @@ class TPStore:
         while True:
             with self._lock:
                 page = self._db.execute(
-                    "SELECT DISTINCT session FROM log WHERE substr(session, 1, ?) = ? "
+                    "SELECT session FROM sessions WHERE substr(session, 1, ?) = ? "
                     "AND (? IS NULL OR session > ?) ORDER BY session LIMIT ?",
                     (len(prefix), prefix, after, after, self.page_size),
                 ).fetchall()

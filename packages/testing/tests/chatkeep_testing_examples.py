@@ -14,7 +14,6 @@ from __future__ import annotations
 import atexit
 import fnmatch
 import random
-import re
 import sqlite3
 import threading
 import time
@@ -23,29 +22,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl
 
-from chatkeep.core import (
-    CAPABILITIES,
+from chatkeep.core.backend import (
+    AppendConflict,
     CorruptRecord,
     InvalidOption,
     Record,
+    RecordConflict,
     StoreUnavailable,
+    check_namespace,
     hookimpl,
 )
-from chatkeep.testing._contract import AppendConflict, RecordConflict
-
-#: CONTRACT items 2 and 3, declared once the installed core knows them.
-NEW_CAPABILITIES = frozenset({"conditional", "namespace"})
-
-_NAMESPACE = re.compile(r"[A-Za-z0-9._:-]+(?:/[A-Za-z0-9._:-]+)*")
-
-
-def check_namespace(value: object) -> str:
-    """CONTRACT item 3's rule (the core's ``check_namespace`` once it exists)."""
-    if not isinstance(value, str) or not 1 <= len(value) <= 128 or not _NAMESPACE.fullmatch(value):
-        raise InvalidOption(f"invalid namespace {value!r}")
-    if any(segment in (".", "..") for segment in value.split("/")):
-        raise InvalidOption(f"invalid namespace {value!r}: '.' and '..' are not segments")
-    return value
 
 
 def _split_url(url: str) -> tuple[str, dict[str, str]]:
@@ -192,10 +178,6 @@ class StickyIdsAfterDelete(DictStore):
     def delete(self, session_id: str) -> None:
         with self.lock:
             self.logs.pop(session_id, None)
-
-    def fresh(self, session_id: str, records: list[Record]) -> list[Record]:
-        ids = self.ids.get(session_id, {})
-        return [r for r in records if r.id not in ids]
 
 
 class SilentConflict(DictStore):
@@ -374,9 +356,10 @@ class UnclampedTail(DictStore):
 
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         with self.lock:
-            places = self.where.get(session_id, [])
-            if not places or start >= -len(places) or stop is not None:
-                return super().read(session_id, start, stop)
+            places = list(self.where.get(session_id, []))
+        if not places or start >= -len(places) or stop is not None:
+            return super().read(session_id, start, stop)
+        with self.lock:
             low = max(places[0] + len(places) + start, 0)  # not clamped to the session
             return [
                 record
@@ -411,7 +394,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 _SYNC = {"full": "FULL", "normal": "NORMAL", "off": "OFF"}
 
 
-class SQLiteFileStore:
+class SQLiteCore:
     """A correct store on a SQLite file (``sqlfile:///path/to.db?ttl=2&namespace=a``).
 
     Positions are dense per session and the length is kept in a table, so tail reads are
@@ -420,10 +403,11 @@ class SQLiteFileStore:
     """
 
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {"delete", "list_sessions", "close", "shared", "durable", "ttl"}
-    ) | (NEW_CAPABILITIES & CAPABILITIES)
+        {"delete", "list_sessions", "close", "shared", "durable", "ttl", "conditional", "namespace"}
+    )
     page_size = 100
     secure_delete = True
+    schema = _SCHEMA
 
     def __init__(
         self,
@@ -446,10 +430,10 @@ class SQLiteFileStore:
         with self.lock:
             self.db.execute(f"PRAGMA synchronous = {_SYNC[synchronous]}")
             self.db.execute(f"PRAGMA secure_delete = {'ON' if self.secure_delete else 'OFF'}")
-            self.db.executescript(_SCHEMA)
+            self.db.executescript(self.schema)
 
     @classmethod
-    def from_url(cls, url: str, **options: Any) -> SQLiteFileStore:
+    def from_url(cls, url: str, **options: Any) -> SQLiteCore:
         path, query = _split_url(url)
         merged: dict[str, Any] = {**query, **options}
         _refuse_unknown(merged, {"namespace", "ttl", "synchronous"})
@@ -505,13 +489,18 @@ class SQLiteFileStore:
                 raise RecordConflict(session_id, record.id)
         return fresh
 
+    def write_time(self) -> float:
+        """The time recorded with each record (ordering never depends on it)."""
+        return self.now()
+
     def write(self, session_id: str, records: list[Record], length: int) -> None:
         now = self.now()
+        written = self.write_time()
         self.db.executemany(
             "INSERT INTO records (ns, session, position, id, data, written) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             [
-                (self.namespace, session_id, length + n, r.id, r.data, now)
+                (self.namespace, session_id, length + n, r.id, r.data, written)
                 for n, r in enumerate(records)
             ],
         )
@@ -598,7 +587,9 @@ class SQLiteFileStore:
         with self.lock:
             self.db.close()
 
-    # -- test hooks (chatkeep.testing.hooks) ---------------------------------------------
+
+class SQLiteFileStore(SQLiteCore):
+    """:class:`SQLiteCore` with every test hook of :mod:`chatkeep.testing.hooks`."""
 
     def chatkeep_damage(self, session_id: str, position: int, kind: str) -> None:
         key = (self.namespace, session_id, position)
@@ -667,59 +658,78 @@ class HandleListing(SQLiteFileStore):
         yield from sorted(listed & self.mine)
 
 
-class CachedReads(SQLiteFileStore):
+class CachedReads(SQLiteCore):
     """Bug: a read cache per handle, dropped only by this handle's own appends, so appends
     from another handle or process go unseen once a session was read."""
 
+    capabilities = SQLiteCore.capabilities - {"ttl"}  # a cache and expiry do not mix
+
     def __init__(self, path: str, **options: Any) -> None:
         super().__init__(path, **options)
-        self.cache: dict[str, list[Record]] = {}
+        self.cache: dict[tuple[str, int, int | None], list[Record]] = {}
+
+    def forget(self, session_id: str) -> None:
+        for key in [k for k in self.cache if k[0] == session_id]:
+            del self.cache[key]
 
     def write(self, session_id: str, records: list[Record], length: int) -> None:
         super().write(session_id, records, length)
-        self.cache.pop(session_id, None)
+        self.forget(session_id)
 
     def erase(self, session_id: str) -> None:
         super().erase(session_id)
-        self.cache.pop(session_id, None)
+        self.forget(session_id)
 
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
-        log = self.cache.get(session_id)
-        if log is None:
-            log = self.cache[session_id] = super().read(session_id)
-        return list(log[start:stop])
+        key = (session_id, start, stop)
+        if key not in self.cache:
+            self.cache[key] = super().read(session_id, start, stop)
+        return list(self.cache[key])
 
 
-class WriterClockOrder(SQLiteFileStore):
+class WriterClockOrder(SQLiteCore):
     """Bug: records are ordered by the writing handle's clock (each process's clock is a
-    little off), not by when the append committed."""
+    little off, as client timestamps in object keys are), not by when they committed."""
+
+    schema = _SCHEMA + "CREATE INDEX IF NOT EXISTS by_time ON records (ns, session, written);"
 
     def __init__(self, path: str, **options: Any) -> None:
         super().__init__(path, **options)
         self.skew = random.uniform(-0.5, 0.5)
 
+    def write_time(self) -> float:
+        return time.time() + self.skew
+
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         with self.lock:
-            rows = self.db.execute(
-                "SELECT id, data FROM records WHERE ns = ? AND session = ? "
-                "ORDER BY written, position",
-                (self.namespace, session_id),
-            ).fetchall()
-        return [Record(rid, bytes(data)) for rid, data in rows][start:stop]
-
-    def now(self) -> float:
-        return time.time() + self.skew
+            length, _ = self.state(session_id)
+            first, end, _ = slice(start, stop).indices(length)
+            if end <= first:
+                return []
+            if first > length // 2:  # from the end, so tail reads stay cheap
+                rows = self.db.execute(
+                    "SELECT id, data FROM records WHERE ns = ? AND session = ? "
+                    "ORDER BY written DESC, position DESC LIMIT ? OFFSET ?",
+                    (self.namespace, session_id, end - first, length - end),
+                ).fetchall()[::-1]
+            else:
+                rows = self.db.execute(
+                    "SELECT id, data FROM records WHERE ns = ? AND session = ? "
+                    "ORDER BY written, position LIMIT ? OFFSET ?",
+                    (self.namespace, session_id, end - first, first),
+                ).fetchall()
+        return [Record(rid, bytes(data)) for rid, data in rows]
 
 
 class HandleDedup(SQLiteFileStore):
     """Bug: the duplicate check uses what this handle appended (an in-process set), so a
     batch re-sent by another process after a crash is stored twice."""
 
+    schema = _SCHEMA.replace("CREATE UNIQUE INDEX", "CREATE INDEX")
+
     def __init__(self, path: str, **options: Any) -> None:
         super().__init__(path, **options)
         self.sent: dict[tuple[str, str], bytes] = {}
-        with self.lock:
-            self.db.execute("DROP INDEX IF EXISTS records_by_id")
 
     def fresh(self, session_id: str, records: list[Record]) -> list[Record]:
         fresh = []
@@ -734,6 +744,11 @@ class HandleDedup(SQLiteFileStore):
     def write(self, session_id: str, records: list[Record], length: int) -> None:
         super().write(session_id, records, length)
         self.sent.update(((session_id, r.id), r.data) for r in records)
+
+    def erase(self, session_id: str) -> None:
+        super().erase(session_id)
+        for key in [k for k in self.sent if k[0] == session_id]:
+            del self.sent[key]
 
 
 class RacyConditional(SQLiteFileStore):
@@ -877,18 +892,49 @@ class WriteBehind(SQLiteFileStore):
         self.pending: list[tuple[str, list[Record]]] = []
         _BUFFERS.append(self)
 
+    capabilities = SQLiteCore.capabilities - {"ttl"}  # expiry counts from the late write
+
     def append(self, session_id: str, records: list[Record]) -> None:
+        self.flush()  # the previous append goes out now; this one waits in the buffer
         with self.lock:
+            self.db.execute("BEGIN")
+            try:
+                self.state(session_id)
+                self.fresh(session_id, records)  # conflicts are refused now, not at flush
+            finally:
+                self.db.execute("ROLLBACK")
             self.pending.append((session_id, records))
 
     def flush(self) -> None:
-        pending, self.pending = self.pending, []
-        for session_id, records in pending:
-            super().append(session_id, records)
+        with self.lock:
+            pending, self.pending = self.pending, []
+            for session_id, records in pending:
+                super().append(session_id, records)
 
+    # Everything this handle does sees its own buffer: only other processes miss it.
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         self.flush()
         return super().read(session_id, start, stop)
+
+    def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        self.flush()
+        super().append_if(session_id, records, after)
+
+    def delete(self, session_id: str) -> None:
+        self.flush()
+        super().delete(session_id)
+
+    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+        self.flush()
+        return super().list_sessions(prefix)
+
+    def chatkeep_damage(self, session_id: str, position: int, kind: str) -> None:
+        self.flush()
+        super().chatkeep_damage(session_id, position, kind)
+
+    def chatkeep_storage_contains(self, data: bytes) -> bool:
+        self.flush()
+        return super().chatkeep_storage_contains(data)
 
     def close(self) -> None:
         self.flush()
@@ -956,4 +1002,4 @@ def chatkeep_register_backends(register: Any) -> None:
         register(name, factory, schemes=[name], description=f"test: broken ({factory.__doc__})")
 
 
-__all__ = ["BROKEN", "BROKEN_FILES", "DictStore", "SQLiteFileStore", "check_namespace"]
+__all__ = ["BROKEN", "BROKEN_FILES", "DictStore", "SQLiteFileStore"]

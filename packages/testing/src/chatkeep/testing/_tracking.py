@@ -48,23 +48,29 @@ class TrackedStore(Store):
             self._written.add(session_id)
         await super().aappend(session_id, records)
 
-    def append_if(self, session_id: str, records: Any, *, after: str | None) -> None:
-        """``Store.append_if`` (CONTRACT item 2), noting the session."""
+    def append_if(
+        self,
+        session_id: str,
+        records: Iterable[Record | tuple[str, bytes]],
+        *,
+        after: str | None,
+    ) -> None:
+        """:meth:`Store.append_if`, noting the session."""
         if isinstance(session_id, str):
             self._written.add(session_id)
-        method: Any = getattr(super(), "append_if", None)
-        if method is None:
-            raise NotImplementedError("this chatkeep-core has no Store.append_if yet")
-        method(session_id, records, after=after)
+        super().append_if(session_id, records, after=after)
 
-    async def aappend_if(self, session_id: str, records: Any, *, after: str | None) -> None:
-        """``Store.aappend_if`` (CONTRACT item 2), noting the session."""
+    async def aappend_if(
+        self,
+        session_id: str,
+        records: Iterable[Record | tuple[str, bytes]],
+        *,
+        after: str | None,
+    ) -> None:
+        """:meth:`Store.aappend_if`, noting the session."""
         if isinstance(session_id, str):
             self._written.add(session_id)
-        method: Any = getattr(super(), "aappend_if", None)
-        if method is None:
-            raise NotImplementedError("this chatkeep-core has no Store.aappend_if yet")
-        await method(session_id, records, after=after)
+        await super().aappend_if(session_id, records, after=after)
 
 
 class Tracker:

@@ -9,7 +9,7 @@ import pytest
 
 from chatkeep.core import Record, Store
 
-from .._contract import StoreClosed
+from chatkeep.core import StoreClosed
 from ..checks import new_session_id, records
 from ._base import ConformanceBase
 

@@ -12,7 +12,7 @@ import pytest
 
 from chatkeep.core import Record, Store
 
-from .._contract import AppendConflict, RecordConflict
+from chatkeep.core import AppendConflict, RecordConflict
 from .._tracking import Tracker
 from .._workers import WorkerFleet
 from ..checks import new_session_id

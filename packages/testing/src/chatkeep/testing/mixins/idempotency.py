@@ -8,7 +8,7 @@ import pytest
 
 from chatkeep.core import Record, Store
 
-from .._contract import RecordConflict
+from chatkeep.core import RecordConflict
 from ..checks import new_session_id, records
 from ._base import ConformanceBase
 

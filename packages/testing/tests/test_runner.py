@@ -1,0 +1,80 @@
+"""The runner's behaviour: options in any order, honest levels for narrowed, unopenable and
+interrupted runs, and cleaning up what the suite wrote."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from chatkeep.core import open_store
+from chatkeep.testing import run_conformance
+from chatkeep.testing.__main__ import EXIT_INTERRUPTED, EXIT_NOT_RUN, main
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["memory://", "--json", "--", "-k", "test_records_have_exact_types"],
+        ["--json", "memory://", "--", "-k", "test_records_have_exact_types"],
+        ["--json", "--keep-sessions", "memory://", "--", "-k", "test_records_have_exact_types"],
+    ],
+)
+def test_options_go_in_any_order(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(argv)
+    report = json.loads(capsys.readouterr().out)
+    assert report["counts"]["passed"] == 1
+    assert report["level"] == "partial" and report["narrowed"] is True
+    assert code == 1, "a narrowed run is not a pass"
+
+
+def test_a_store_that_cannot_open_exits_2_without_a_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["nosuchbackend://user:hunter2@host"]) == EXIT_NOT_RUN
+    out = capsys.readouterr().out
+    assert "could not open the store" in out
+    assert "capability" not in out and "declares: (unknown" in out
+    assert "hunter2" not in out
+
+
+def test_an_interrupted_run_says_so() -> None:
+    report = run_conformance(
+        "memory://", extra_args=["-p", "_interrupting_plugin"], quiet=True
+    )
+    assert report.interrupted
+    assert report.level == "interrupted"
+    assert not report.ok
+    text = report.format()
+    assert "level:    interrupted" in text
+    assert "interrupted before it finished" in text
+    assert all(row.status != "fail" for row in report.capabilities), text
+
+
+def test_the_runner_exits_130_when_interrupted(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["memory://", "-q", "--", "-p", "_interrupting_plugin"]) == EXIT_INTERRUPTED
+    assert "interrupted" in capsys.readouterr().out
+
+
+def _sessions(name: str) -> list[str]:
+    with open_store(f"memory://{name}") as store:
+        return list(store.list_sessions())
+
+
+def test_the_suite_removes_what_it_wrote() -> None:
+    name = f"cleanup-{uuid.uuid4().hex}"
+    report = run_conformance(
+        f"memory://{name}", extra_args=["-k", "OrderTests or ForkTests"], quiet=True
+    )
+    assert report.counts["passed"] >= 8, report.format()
+    assert _sessions(name) == []
+
+
+def test_keep_sessions_keeps_them() -> None:
+    name = f"kept-{uuid.uuid4().hex}"
+    report = run_conformance(
+        f"memory://{name}", extra_args=["-k", "OrderTests"], quiet=True, keep_sessions=True
+    )
+    assert report.counts["passed"] == 5, report.format()
+    assert len(_sessions(name)) >= 5
