@@ -23,6 +23,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -37,7 +38,11 @@ MEMBERS = sorted(
     for path in REPO.glob(pattern)
 )
 # Smaller than the defaults (the suite runs 12 times here); still several pages and > 10 MiB.
-SIZES = ["--chatkeep-volume-mib=12", "--chatkeep-listing-sessions=600", "--chatkeep-tail-records=5000"]
+SIZES = [
+    "--chatkeep-volume-mib=12",
+    "--chatkeep-listing-sessions=600",
+    "--chatkeep-tail-records=5000",
+]
 # Failures that mean the environment is broken, not the store.
 ENVIRONMENTAL = re.compile(
     r"No module named|ModuleNotFoundError|ImportError|could not be loaded|PluginError|"
@@ -102,7 +107,9 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _reachable(url: str, default_port: int) -> bool:
     parts = urlsplit(url)
     try:
-        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or default_port), 3):
+        with socket.create_connection(
+            (parts.hostname or "127.0.0.1", parts.port or default_port), 3
+        ):
             return True
     except OSError:
         return False
@@ -119,9 +126,13 @@ def redis_url() -> str:
 
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    base = os.environ.get("CHATKEEP_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/test"
+    base = (
+        os.environ.get("CHATKEEP_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/test"
+    )
     if not _reachable(base, 5432):
-        service_unavailable(f"PostgreSQL: nothing answers at {urlsplit(base).netloc.split('@')[-1]}")
+        service_unavailable(
+            f"PostgreSQL: nothing answers at {urlsplit(base).netloc.split('@')[-1]}"
+        )
     schema = "ck_documented_" + uuid.uuid4().hex[:10]
     sep = "&" if "?" in base else "?"
     yield f"{base}{sep}schema={schema}"
@@ -143,10 +154,10 @@ def _run(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _report(result: subprocess.CompletedProcess[str]) -> dict[str, object]:
+def _report(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     start = result.stdout.find("{")
     assert start >= 0, f"no JSON report:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    report: dict[str, object] = json.loads(result.stdout[start:])
+    report: dict[str, Any] = json.loads(result.stdout[start:])
     return report
 
 
@@ -161,19 +172,23 @@ def _check(venv: Path, url: str, cwd: Path, *, must_be_full: bool) -> None:
         venv, "python", "-m", "pytest", "--pyargs", "chatkeep.testing.suite",
         "--chatkeep-url", url, *SIZES, "-q", "-rfE", "-p", "no:cacheprovider", cwd=cwd,
     )  # fmt: skip
-    reports = {"python -m chatkeep.testing": _report(by_module), "chatkeep conformance": _report(by_cli)}
+    reports: dict[str, dict[str, Any]] = {
+        "python -m chatkeep.testing": _report(by_module),
+        "chatkeep conformance": _report(by_cli),
+    }
     for command, report in reports.items():
-        assert report["backend"] is not None, f"{command}: the store did not open: {report['error']}"
+        assert report["backend"] is not None, f"{command}: did not open: {report['error']}"
         assert report["narrowed"] is False and report["interrupted"] is False, command
-        environmental = [
-            f for f in report["failures"] if ENVIRONMENTAL.search(str(f["message"]))  # type: ignore[attr-defined]
-        ]
+        environmental = [f for f in report["failures"] if ENVIRONMENTAL.search(f["message"])]
         assert not environmental, f"{command} failed for the environment: {environmental[:3]}"
         if must_be_full:
             assert report["level"] == "full", f"{command}: {json.dumps(report, indent=1)[:4000]}"
     assert "passed" in by_pytest.stdout, by_pytest.stdout[-3000:] + by_pytest.stderr[-3000:]
     assert not ENVIRONMENTAL.search(by_pytest.stdout), by_pytest.stdout[-5000:]
-    failed = {str(f["test"]).split(".", 1)[1].split("[", 1)[0] for f in reports["chatkeep conformance"]["failures"]}  # type: ignore[attr-defined,index]
+    failed = {
+        f["test"].split(".", 1)[1].split("[", 1)[0]
+        for f in reports["chatkeep conformance"]["failures"]
+    }
     assert _pytest_failures(by_pytest.stdout) == failed, (
         "pytest --pyargs and the runner disagree:\n" + by_pytest.stdout[-4000:]
     )

@@ -81,7 +81,7 @@ class TPStore:
                 marks = ",".join("?" * len(records))
                 stored = dict(
                     self._db.execute(
-                        f"SELECT record_id, data FROM log WHERE session = ? "  # noqa: S608
+                        f"SELECT record_id, data FROM log WHERE session = ? "
                         f"AND record_id IN ({marks})",
                         (session_id, *(r.id for r in records)),
                     ).fetchall()

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-_seen = []
+_seen: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _seen.clear()  # the module stays imported between in-process runs
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -12,6 +12,7 @@ a SQLite file that declares every capability and implements every test hook of
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fnmatch
 import random
 import sqlite3
@@ -477,7 +478,7 @@ class SQLiteCore:
         marks = ",".join("?" * len(records))
         stored = dict(
             self.db.execute(
-                f"SELECT id, data FROM records WHERE ns = ? AND session = ? AND id IN ({marks})",  # noqa: S608
+                f"SELECT id, data FROM records WHERE ns = ? AND session = ? AND id IN ({marks})",
                 (self.namespace, session_id, *(r.id for r in records)),
             ).fetchall()
         )
@@ -757,7 +758,7 @@ class RacyConditional(SQLiteFileStore):
 
     def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
         with self.lock:
-            length, last = self.state(session_id)
+            _, last = self.state(session_id)
             fresh = self.fresh(session_id, records)
         if not fresh:
             return
@@ -944,10 +945,8 @@ class WriteBehind(SQLiteFileStore):
 @atexit.register
 def _flush_write_behind() -> None:
     for store in _BUFFERS:
-        try:
+        with contextlib.suppress(Exception):  # a store closed before exit
             store.flush()
-        except Exception:  # noqa: S110 (a closed store at exit)
-            pass
 
 
 BROKEN = {

@@ -116,7 +116,7 @@ SELF_CHECK: dict[str, tuple[str, str, set[str], set[str]]] = {
     "appends made one after another read back in that order": (
         "sqlfile-clock", "sqlfile",
         {"ProcessOrderTests.test_appends_from_processes_in_turn_keep_their_order"},
-        {"shared", "durable"},
+        {"shared", "durable", "conditional"},
     ),
     "a retry from another process after other appends is a no-op": (
         "sqlfile-handledup", "sqlfile",
@@ -170,6 +170,10 @@ SELF_CHECK: dict[str, tuple[str, str, set[str], set[str]]] = {
     ),
 }  # fmt: skip
 
+#: Sizes small enough to run the suite ~40 times, large enough for every bug here: several
+#: pages of 100, more than 10 MiB (test_settings.py holds the defaults to their job).
+SIZES = ["--chatkeep-listing-sessions=450", "--chatkeep-volume-mib=12"]
+
 #: Promises whose self-check is not a backend: the core keeps them over the two hooks, so
 #: the check breaks the core instead (see the tests at the end of this module).
 CORE_PROMISES = {
@@ -207,7 +211,7 @@ def reports() -> Iterator[Callable[[str], ConformanceReport]]:
 
     def report(scheme: str) -> ConformanceReport:
         if scheme not in cache:
-            cache[scheme] = run_conformance(_url(scheme), quiet=True)
+            cache[scheme] = run_conformance(_url(scheme), extra_args=SIZES, quiet=True)
         return cache[scheme]
 
     yield report
@@ -239,7 +243,8 @@ def test_broken_backend_is_caught(
     assert not broken.ok, broken.format()
     new_failures = _failed_tests(broken) - _failed_tests(correct)
     assert must_fail <= new_failures, f"not caught: {must_fail - new_failures}\n{broken.format()}"
-    assert _failed_rows(broken) - _failed_rows(correct) == rows, broken.format()
+    new_rows = _failed_rows(broken) - _failed_rows(correct)
+    assert new_rows and new_rows <= rows, f"rows failed: {new_rows}\n{broken.format()}"
 
 
 def test_every_promise_has_a_broken_backend() -> None:
@@ -286,8 +291,10 @@ def _without_temporary_copy(
         if session.startswith(_erase.TEMP_PREFIX):
             if kind == "Append":
                 last_written[session] = op.records[-1]
-            value = [last_written[session]] if kind == "Read" and session in last_written else (
-                [] if kind == "Read" else None
+            value = (
+                [last_written[session]]
+                if kind == "Read" and session in last_written
+                else ([] if kind == "Read" else None)
             )
             continue
         if kind == "Append" and any(b"chatkeep.rebuild" in r.data for r in op.records):

@@ -40,9 +40,7 @@ def test_a_store_that_cannot_open_exits_2_without_a_table(
 
 
 def test_an_interrupted_run_says_so() -> None:
-    report = run_conformance(
-        "memory://", extra_args=["-p", "_interrupting_plugin"], quiet=True
-    )
+    report = run_conformance("memory://", extra_args=["-p", "_interrupting_plugin"], quiet=True)
     assert report.interrupted
     assert report.level == "interrupted"
     assert not report.ok

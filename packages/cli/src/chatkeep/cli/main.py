@@ -48,8 +48,7 @@ def _conformance(argv: Sequence[str]) -> int:
         from chatkeep.testing.__main__ import main as run
     except ImportError:
         print(
-            "chatkeep: error: the conformance suite is not installed: "
-            "pip install chatkeep-testing",
+            "chatkeep: error: the conformance suite is not installed: pip install chatkeep-testing",
             file=sys.stderr,
         )
         return 2

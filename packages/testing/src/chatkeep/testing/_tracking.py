@@ -10,8 +10,8 @@ when the store declares ``delete`` and the run does not keep sessions.
 from __future__ import annotations
 
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from chatkeep.core import Record, Store, open_store

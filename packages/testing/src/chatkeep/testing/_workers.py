@@ -13,6 +13,7 @@ parent's path, which pytest's default import mode may have spoiled.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import multiprocessing
@@ -169,10 +170,8 @@ def serve(index: int, plugins: list[tuple[str, str]], commands: Any, results: An
             results.close()
             results.join_thread()
             os._exit(17)
-    try:
+    with contextlib.suppress(Exception):  # shutting down; the test has its results
         worker.close_all()
-    except Exception:  # noqa: S110 (shutting down; the test already has its results)
-        pass
 
 
 # -- in the test process ---------------------------------------------------------------------

@@ -28,6 +28,7 @@ imports nothing but pytest until one of its fixtures is used.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -252,9 +253,30 @@ def pytest_pycollect_makeitem(
     return None
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Fail once, clearly, when the suite is collected without a store to test."""
+    """Let ``-k`` select by mixin (``-k SliceTests``) and by report row (``-k delete``);
+    fail once, clearly, when the suite is collected without a store to test."""
+    _add_mixin_keywords(items)
     if config.getoption("chatkeep_url", default=None):
         return
     if any(_is_suite(item.path) for item in items):
         raise pytest.UsageError("chatkeep conformance suite: " + _NO_URL)
+
+
+def _add_mixin_keywords(items: list[pytest.Item]) -> None:
+    if "chatkeep.testing.conformance" not in sys.modules:
+        return  # nothing of the suite was collected (the plugin stays light)
+    from .conformance import StoreConformance
+    from .requirements import defining_mixin, requirement_for
+
+    for item in items:
+        cls = getattr(item, "cls", None)
+        function = getattr(item, "originalname", None)
+        if cls is None or function is None or not issubclass(cls, StoreConformance):
+            continue
+        try:
+            item.extra_keyword_matches.add(defining_mixin(cls, function).__name__)
+            item.extra_keyword_matches.add(requirement_for(cls, function).group)
+        except LookupError:
+            continue

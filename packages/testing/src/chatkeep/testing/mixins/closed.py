@@ -7,9 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from chatkeep.core import Record, Store
+from chatkeep.core import Record, Store, StoreClosed
 
-from chatkeep.core import StoreClosed
 from ..checks import new_session_id, records
 from ._base import ConformanceBase
 
@@ -38,7 +37,7 @@ class ClosedHandleTests(ConformanceBase):
         if store.supports("list_sessions"):
             calls["list_sessions"] = lambda: list(store.list_sessions())
         if store.supports("conditional"):
-            calls["append_if"] = lambda: store.append_if(  # type: ignore[attr-defined]
+            calls["append_if"] = lambda: store.append_if(
                 session, [Record("z", b"z")], after=None
             )
         wrong = {}

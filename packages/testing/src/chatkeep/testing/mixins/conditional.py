@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from chatkeep.core import Record, Store
+from chatkeep.core import AppendConflict, Record, RecordConflict, Store
 
-from chatkeep.core import AppendConflict, RecordConflict
 from .._tracking import Tracker
 from .._workers import WorkerFleet
 from ..checks import new_session_id
@@ -26,7 +25,7 @@ _ROUNDS = 8
 
 
 def _append_if(store: Store, session: str, batch: list[Record], after: str | None) -> None:
-    method: Any = store.append_if  # type: ignore[attr-defined]
+    method: Any = store.append_if
     method(session, batch, after=after)
 
 
@@ -35,7 +34,9 @@ def _last_id(store: Store, session: str) -> str | None:
     return tail[0].id if tail else None
 
 
-def _check_round(log: list[Record], round_number: int, contenders: set[str], won: list[str]) -> None:
+def _check_round(
+    log: list[Record], round_number: int, contenders: set[str], won: list[str]
+) -> None:
     assert len(won) == 1, f"round {round_number}: {len(won)} conditional appends won: {won}"
     ids = [record.id for record in log]
     assert ids[-1] == won[0], f"round {round_number}: the log ends with {ids[-1]}, not {won[0]}"
@@ -103,7 +104,7 @@ class ConditionalAppendTests(ConformanceBase):
             won: list[str] = []
             contenders = {f"t{n}.r{round_number}" for n in range(_THREADS)}
 
-            def contend(name: str, expected: str | None = after) -> None:
+            def contend(name: str, expected: str | None = after, won: list[str] = won) -> None:
                 try:
                     barrier.wait(30)
                     _append_if(chatkeep_store, session, [Record(name, name.encode())], expected)
@@ -129,7 +130,7 @@ class ConditionalAppendTests(ConformanceBase):
         session = new_session_id("cond")
 
         async def scenario() -> None:
-            method: Any = chatkeep_store.aappend_if  # type: ignore[attr-defined]
+            method: Any = chatkeep_store.aappend_if
             await method(session, [Record("a", b"A")], after=None)
             with pytest.raises(AppendConflict):
                 await method(session, [Record("b", b"B")], after=None)
@@ -172,7 +173,9 @@ class ConditionalProcessTests(ConformanceBase):
                 }
             )
             unexpected = [
-                o.describe() for o in outcomes.values() if not o.ok and o.error_type != "AppendConflict"
+                o.describe()
+                for o in outcomes.values()
+                if not o.ok and o.error_type != "AppendConflict"
             ]
             assert not unexpected, "\n".join(unexpected)
             won = [names[index] for index, outcome in outcomes.items() if outcome.ok]
@@ -192,4 +195,3 @@ class ConditionalProcessTests(ConformanceBase):
             )
             assert retry[0].ok, retry[0].describe()
         assert len(chatkeep_store.read(session)) == 4
-

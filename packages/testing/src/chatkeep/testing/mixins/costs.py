@@ -109,7 +109,10 @@ class TailCostTests(ConformanceBase):
         self._check(f"a new handle's first read(session, -{_TAIL})", measure, short, long)
 
     def test_append_costs_what_it_appends(
-        self, chatkeep_store: Store, chatkeep_open: Callable[..., Store], sessions: tuple[str, str, int]
+        self,
+        chatkeep_store: Store,
+        chatkeep_open: Callable[..., Store],
+        sessions: tuple[str, str, int],
     ) -> None:
         short, long, _ = sessions
         counter = iter(range(10**9))

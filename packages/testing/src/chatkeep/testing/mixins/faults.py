@@ -3,6 +3,7 @@ the job when called again, whatever step was interrupted."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,7 +50,7 @@ class Interrupting:
         self._write(self.store.append, session_id, records)
 
     def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
-        method: Any = self.store.append_if  # type: ignore[attr-defined]
+        method: Any = self.store.append_if
         self._write(method, session_id, records, after=after)
 
     def delete(self, session_id: str) -> None:
@@ -87,11 +88,11 @@ class ForkDeletionFaultTests(ConformanceBase):
             parent, child, grandchild = _family(chatkeep_store)
             views = {s: read_view(chatkeep_store, s) for s in (child, grandchild)}
             interrupting = Interrupting(chatkeep_store, step, after=after)
-            with Store(interrupting, name="interrupting") as faulty:
-                try:
-                    delete_session(faulty, parent)
-                except _Interrupted:
-                    pass
+            with (
+                Store(interrupting, name="interrupting") as faulty,
+                contextlib.suppress(_Interrupted),
+            ):
+                delete_session(faulty, parent)
             delete_session(chatkeep_store, parent)
             assert chatkeep_store.read(parent) == [], f"step {step}: the parent is not erased"
             for session, view in views.items():

@@ -6,9 +6,8 @@ import asyncio
 
 import pytest
 
-from chatkeep.core import Record, Store
+from chatkeep.core import Record, RecordConflict, Store
 
-from chatkeep.core import RecordConflict
 from ..checks import new_session_id, records
 from ._base import ConformanceBase
 
@@ -25,9 +24,7 @@ class RecordIdempotencyTests(ConformanceBase):
     other data -> ``RecordConflict`` and nothing of the batch stored; else appended, in
     batch order, contiguous with the batch's other new records."""
 
-    def test_partly_stored_batches_append_only_the_new_records(
-        self, chatkeep_store: Store
-    ) -> None:
+    def test_partly_stored_batches_append_only_the_new_records(self, chatkeep_store: Store) -> None:
         session = new_session_id()
         a, b, c = Record("a", b"A"), Record("b", b"B"), Record("c", b"C")
         chatkeep_store.append(session, [a])

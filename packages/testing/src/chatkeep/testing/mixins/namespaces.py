@@ -67,11 +67,11 @@ class NamespaceTests(ConformanceBase):
         for name, store in handles.items():
             for session in sessions:
                 store.append(session, _own(name, session))
-        crossed = []
+        crossed: list[tuple[str, str, str]] = []
         for name, store in handles.items():
             for session in sessions:
                 if store.read(session) != _own(name, session):
-                    crossed.append((name, session, store.read(session)))
+                    crossed.append((name, session, repr(store.read(session))))
                 if store.read(session, -1) != _own(name, session):
                     crossed.append((name, session, "tail"))
         assert not crossed, f"reads crossed a namespace: {crossed[:3]}"
@@ -139,9 +139,7 @@ class NamespaceTests(ConformanceBase):
         namespace = f"ck-ns-{uuid.uuid4().hex[:12]}/q"
         by_keyword = chatkeep_open(namespace=namespace)
         by_keyword.append("s", [Record("r", b"kw")])
-        by_query = chatkeep_tracker.open_url(
-            with_query(chatkeep_url, namespace=namespace)
-        )
+        by_query = chatkeep_tracker.open_url(with_query(chatkeep_url, namespace=namespace))
         by_query.append("q", [Record("r", b"q")])
         assert by_query.read("q") == [Record("r", b"q")]
         if not by_keyword.supports("shared"):

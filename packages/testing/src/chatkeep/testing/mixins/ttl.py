@@ -59,7 +59,9 @@ class TtlTests(ConformanceBase):
         checked = time.monotonic()
         kept_log = store.read(kept)
         idle_reads = [store.read(idle), store.read(idle, -1), store.read(idle, 0, 1)]
-        listed = set(store.list_sessions(f"ck-ttl-{run}-")) if store.supports("list_sessions") else None
+        listed = (
+            set(store.list_sessions(f"ck-ttl-{run}-")) if store.supports("list_sessions") else None
+        )
         done = time.monotonic()
         if done - refreshed > _TTL - _MARGIN / 2:
             return False  # too slow to tell "kept" from expired

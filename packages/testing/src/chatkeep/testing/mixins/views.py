@@ -13,6 +13,7 @@ capability (``delete``); it also skips by itself when the store lacks it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -277,13 +278,14 @@ class CorruptRecordTests(ConformanceBase):
     )
     def test_views_report_an_undecodable_record(self, chatkeep_store: Store, data: bytes) -> None:
         session, position = self._damaged(chatkeep_store, data)
-        for name, load in {
+        loads: dict[str, Callable[[], object]] = {
             "read_view": lambda: read_view(chatkeep_store, session),
             "read_messages": lambda: read_messages(chatkeep_store, session),
             "HistoryProvider.load": lambda: asyncio.run(
                 HistoryProvider(chatkeep_store).load(AgentSession(session))
             ),
-        }.items():
+        }
+        for name, load in loads.items():
             with pytest.raises(CorruptRecord) as error:
                 load()
             assert error.value.session_id == session, f"{name} names another session"

@@ -39,7 +39,8 @@ class VolumeTests(ConformanceBase):
         digests = []
         for start in range(0, total, _PER_APPEND):
             batch = [
-                Record(f"v{n:05d}", _data(seed, n)) for n in range(start, min(total, start + _PER_APPEND))
+                Record(f"v{n:05d}", _data(seed, n))
+                for n in range(start, min(total, start + _PER_APPEND))
             ]
             digests += [hashlib.sha256(r.data).digest() for r in batch]
             try:
@@ -60,4 +61,6 @@ class VolumeTests(ConformanceBase):
             for offset, record in enumerate(got):
                 if hashlib.sha256(record.data).digest() != digests[start + offset]:
                     changed.append(record.id)
-        assert not changed, f"{len(changed)} of {total} MiB records read back changed: {changed[:3]}"
+        assert not changed, (
+            f"{len(changed)} of {total} MiB records read back changed: {changed[:3]}"
+        )
