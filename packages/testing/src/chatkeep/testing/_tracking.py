@@ -81,6 +81,7 @@ class Tracker:
         self.opened: dict[_Key, tuple[str, dict[str, Any]]] = {}
         self.written: dict[_Key, set[str]] = {}
         self.handles: list[Store] = []
+        self.keys: dict[int, _Key] = {}
 
     def sessions(self, url: str | None = None, **options: Any) -> set[str]:
         """The set in which sessions written to ``url`` (the store under test by default)
@@ -99,6 +100,7 @@ class Tracker:
         opened = open_store(url, **options)
         store = TrackedStore(opened, self.sessions(url, **options))
         self.handles.append(store)
+        self.keys[id(store)] = _key(url, options)
         return store
 
     def finish(self, *, delete: bool) -> None:
@@ -120,8 +122,11 @@ class Tracker:
                 continue
             store: Store | None = None
             url, options = self.opened[key]
+            reusable = [h for h in self.handles if self.keys.get(id(h)) == key and not h.closed]
             try:
-                store = open_store(url, **options)
+                # A handle the test left open will do (opening one costs a pool on some
+                # stores); it is closed with the others afterwards.
+                store = reusable[0] if reusable else open_store(url, **options)
                 if not store.supports("delete"):
                     return
                 if len(sessions) > 20:
@@ -137,5 +142,5 @@ class Tracker:
                     stacklevel=2,
                 )
             finally:
-                if store is not None:
+                if store is not None and not reusable:
                     store.close()

@@ -303,6 +303,11 @@ class ConformanceReport:
             "failures": [
                 {"test": o.name, "capability": o.group, "message": o.message} for o in self.failures
             ],
+            "tests": [
+                {"test": o.name, "capability": o.group, "outcome": o.outcome, "message": o.message}
+                for o in self.outcomes
+            ],
+            "not_run": list(self.not_run),
         }
 
 

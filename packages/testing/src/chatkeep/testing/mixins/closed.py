@@ -37,9 +37,7 @@ class ClosedHandleTests(ConformanceBase):
         if store.supports("list_sessions"):
             calls["list_sessions"] = lambda: list(store.list_sessions())
         if store.supports("conditional"):
-            calls["append_if"] = lambda: store.append_if(
-                session, [Record("z", b"z")], after=None
-            )
+            calls["append_if"] = lambda: store.append_if(session, [Record("z", b"z")], after=None)
         wrong = {}
         for name, call in calls.items():
             try:
