@@ -17,19 +17,17 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
-from chatkeep.testing.services import service_unavailable
+from chatkeep.testing.servers import postgres_store_url, redis_store_url
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).resolve().parent / "third_party_fixture"
@@ -120,42 +118,18 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def _reachable(url: str, default_port: int) -> bool:
-    parts = urlsplit(url)
-    try:
-        with socket.create_connection(
-            (parts.hostname or "127.0.0.1", parts.port or default_port), 3
-        ):
-            return True
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
-def redis_url() -> str:
-    url = os.environ.get("CHATKEEP_TEST_REDIS_URL") or "redis://127.0.0.1:6379/0"
-    if not _reachable(url, 6379):
-        service_unavailable(f"Redis: nothing answers at {urlsplit(url).netloc.split('@')[-1]}")
-    sep = "&" if "?" in url else "?"
-    return f"{url}{sep}namespace=ck-documented-{uuid.uuid4().hex[:10]}"
+def redis_url() -> Iterator[str]:
+    """A namespace of its own on the real Redis (its keys erased afterwards)."""
+    with ExitStack() as cleanup:
+        yield redis_store_url(cleanup)
 
 
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    base = (
-        os.environ.get("CHATKEEP_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/test"
-    )
-    if not _reachable(base, 5432):
-        service_unavailable(
-            f"PostgreSQL: nothing answers at {urlsplit(base).netloc.split('@')[-1]}"
-        )
-    schema = "ck_documented_" + uuid.uuid4().hex[:10]
-    sep = "&" if "?" in base else "?"
-    yield f"{base}{sep}schema={schema}"
-    import psycopg
-
-    with psycopg.connect(base, autocommit=True) as connection:
-        connection.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    """A schema of its own on the real PostgreSQL (dropped afterwards)."""
+    with ExitStack() as cleanup:
+        yield postgres_store_url(cleanup)
 
 
 def _run(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

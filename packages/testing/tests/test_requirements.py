@@ -8,8 +8,10 @@ import pytest
 
 from chatkeep.core import CAPABILITIES
 from chatkeep.testing import ConformanceBase, StoreConformance, suite
+from chatkeep.testing.hooks import TEST_HOOKS
 from chatkeep.testing.requirements import (
     CORE,
+    HOOK_GROUPS,
     REQUIREMENTS,
     Requirement,
     defining_mixin,
@@ -40,16 +42,19 @@ CORE_FEATURE_GROUPS = {"views", "lifecycle"}
 def test_every_row_needs_known_capabilities_or_names_a_core_feature() -> None:
     for name, requirement in REQUIREMENTS.items():
         assert requirement.capabilities <= CAPABILITIES, name
-        assert requirement.capabilities or requirement.group in CORE_FEATURE_GROUPS, (
-            f"{name} needs nothing and names no core feature: leave it out of the table"
-        )
+        assert requirement.hooks <= set(TEST_HOOKS), name
+        assert (
+            requirement.capabilities
+            or requirement.hooks
+            or requirement.group in CORE_FEATURE_GROUPS
+        ), f"{name} needs nothing and names no core feature: leave it out of the table"
 
 
-def test_every_testable_capability_is_covered() -> None:
+def test_every_capability_and_test_hook_is_covered() -> None:
     covered = {req.group for req in REQUIREMENTS.values()} - CORE_FEATURE_GROUPS
-    # ttl needs a clock the suite cannot control portably; it is reported as untested.
-    # conditional and namespace (new in the core) get their mixins with the suite's rework.
-    assert covered == CAPABILITIES - {"ttl", "conditional", "namespace"}
+    assert covered == CAPABILITIES | set(HOOK_GROUPS)
+    hooked = {hook for req in REQUIREMENTS.values() for hook in req.hooks}
+    assert hooked == set(TEST_HOOKS)
 
 
 def test_mixins_are_not_collected_on_their_own() -> None:
