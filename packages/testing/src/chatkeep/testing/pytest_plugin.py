@@ -75,20 +75,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """Collect a package inside the ``chatkeep`` namespace (``chatkeep/testing``) as a
-    plain directory.
+    """Collect the suite's own package (``chatkeep/testing``) as a plain directory.
 
     pytest would otherwise import its ``__init__.py`` by path, which in the default
-    ``prepend`` import mode puts the namespace folder itself on ``sys.path``, where
-    ``chatkeep/redis`` then hides the ``redis`` driver (and ``chatkeep/openai`` the
+    ``prepend`` import mode puts the ``chatkeep`` namespace folder itself on ``sys.path``,
+    where ``chatkeep/redis`` then hides the ``redis`` driver (and ``chatkeep/openai`` the
     ``openai`` SDK) for the tests and for the worker processes they spawn. The suite module
     itself is imported by its real name (see :func:`pytest_pycollect_makemodule`).
     """
-    from ._paths import is_namespace_portion
-
-    if (path / "__init__.py").is_file() and is_namespace_portion(str(path.parent)):
-        return pytest.Dir.from_parent(parent, path=path)
-    return None
+    try:
+        ours = path.resolve() == _SUITE_PATH.parent
+    except OSError:
+        return None
+    return pytest.Dir.from_parent(parent, path=path) if ours else None
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
