@@ -37,7 +37,9 @@ def test_backends_json_is_machine_readable(capsys: pytest.CaptureFixture[str]) -
         "schemes",
         "capabilities",
         "description",
+        "wrapper",
     }
+    assert memory["wrapper"] is False
 
 
 def test_demo_in_memory_shows_the_history_was_seen(capsys: pytest.CaptureFixture[str]) -> None:
