@@ -36,6 +36,7 @@ MEMBERS = {
     "openai_agents": "packages/openai_agents",
     "langchain": "packages/langchain",
     "agent_framework": "packages/agent_framework",
+    "langgraph": "packages/langgraph",
 }
 BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob", "encrypted"]
 TYPED = ["core/src", *(f"{path}/src" for name, path in MEMBERS.items() if name != "core")]
