@@ -159,3 +159,67 @@ def counting_store(inner: Store, hide: frozenset[str] = frozenset()) -> tuple[St
     """A :class:`Store` over ``inner`` that counts, and its counter."""
     counter = Counting(inner, hide)
     return Store(counter, name=f"counting-{inner.name}", capabilities=counter.capabilities), counter
+
+
+# -- concurrent writers ---------------------------------------------------------------------
+
+
+def hammer(
+    url: str,
+    prefix: str,
+    thread_id: str,
+    worker: int,
+    count: int,
+    hide_conditional: bool,
+    start: Any = None,
+) -> list[str]:
+    """Put ``count`` chained checkpoints (each with one pending write) on one thread, as
+    fast as possible; return the checkpoint ids acknowledged."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from chatkeep.core import open_store
+    from chatkeep.langgraph import ChatkeepSaver
+
+    inner = open_store(url)
+    store = counting_store(inner, frozenset({"conditional"}))[0] if hide_conditional else inner
+    saver = ChatkeepSaver(store=store, prefix=prefix)
+    config: dict[str, Any] = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    version: str | None = None
+    done = []
+    saver.get_tuple(config)  # connected and warm before the race starts
+    if start is not None:
+        start()
+    try:
+        for step in range(count):
+            checkpoint = empty_checkpoint()
+            version = saver.get_next_version(version)
+            checkpoint["channel_values"] = {f"w{worker}": step}
+            checkpoint["channel_versions"] = {f"w{worker}": version}
+            config = saver.put(
+                config, checkpoint, {"step": step, "worker": worker}, {f"w{worker}": version}
+            )
+            saver.put_writes(config, [("note", f"{worker}:{step}")], f"task-{worker}-{step}")
+            done.append(checkpoint["id"])
+    finally:
+        inner.close()
+    return done
+
+
+def hammer_in_process(
+    queue: Any, start: Any, url: str, prefix: str, thread_id: str, worker: int, count: int,
+    hide_conditional: bool,
+) -> None:  # fmt: skip
+    """:func:`hammer` in a spawned process, started together with its siblings."""
+    def ready_then_wait() -> None:
+        queue.put(("ready", None))
+        start.wait(60)
+
+    try:
+        queue.put(
+            (
+                "done",
+                hammer(url, prefix, thread_id, worker, count, hide_conditional, ready_then_wait),
+            )
+        )
+    except BaseException as exc:
+        queue.put(("error", f"{type(exc).__name__}: {exc}"))
