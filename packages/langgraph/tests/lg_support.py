@@ -210,6 +210,7 @@ def hammer_in_process(
     hide_conditional: bool,
 ) -> None:  # fmt: skip
     """:func:`hammer` in a spawned process, started together with its siblings."""
+
     def ready_then_wait() -> None:
         queue.put(("ready", None))
         start.wait(60)

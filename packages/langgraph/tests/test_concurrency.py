@@ -3,6 +3,7 @@ conditional appends (retried on conflict) and without them (append-only records)
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import sys
 import threading
@@ -22,7 +23,7 @@ def _check(url: str, prefix: str, thread_id: str, acknowledged: list[list[str]])
         listed = list(saver.list({"configurable": {"thread_id": thread_id}}))
     by_id = {t.checkpoint["id"]: t for t in listed}
     order = [t.metadata["worker"] for t in listed]
-    switches = sum(a != b for a, b in zip(order, order[1:]))
+    switches = sum(a != b for a, b in itertools.pairwise(order))
     print(f"log order switches between writers: {switches}")
     assert len(listed) == len(by_id) == 2 * COUNT
     for worker, ids in enumerate(acknowledged):

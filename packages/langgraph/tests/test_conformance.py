@@ -75,15 +75,15 @@ def _assert_full(report: CapabilityReport) -> None:
 
 
 def test_conformance_async(backend: str, url: str, prefix: str) -> None:
-    report = _validate(
-        f"ChatkeepSaver[{backend}]", lambda: ChatkeepSaver(url=url, prefix=prefix)
-    )
+    report = _validate(f"ChatkeepSaver[{backend}]", lambda: ChatkeepSaver(url=url, prefix=prefix))
     _assert_full(report)
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite", "postgres", "redis"], indirect=True)
 def test_conformance_sync(backend: str, url: str, prefix: str) -> None:
-    report = _validate(f"ChatkeepSaver[{backend}, sync]", lambda: SyncDriven(url=url, prefix=prefix))
+    report = _validate(
+        f"ChatkeepSaver[{backend}, sync]", lambda: SyncDriven(url=url, prefix=prefix)
+    )
     _assert_full(report)
 
 

@@ -48,9 +48,7 @@ def test_latest_checkpoint_reads_are_bounded(url: str, prefix: str) -> None:
     assert long[1] <= 8
 
 
-def test_put_is_one_append_and_unchanged_values_are_not_stored_again(
-    url: str, prefix: str
-) -> None:
+def test_put_is_one_append_and_unchanged_values_are_not_stored_again(url: str, prefix: str) -> None:
     store, counter = counting_store(open_store(url))
     saver = ChatkeepSaver(store=store, prefix=prefix)
     big = "x" * 50_000
@@ -63,7 +61,10 @@ def test_put_is_one_append_and_unchanged_values_are_not_stored_again(
     assert first > 50_000
     for step in range(1, 11):
         counter.reset()
-        checkpoint = {**empty_checkpoint(), "channel_versions": dict(checkpoint["channel_versions"])}
+        checkpoint = {
+            **empty_checkpoint(),
+            "channel_versions": dict(checkpoint["channel_versions"]),
+        }
         version = saver.get_next_version(checkpoint["channel_versions"]["small"])
         checkpoint["channel_versions"]["small"] = version
         checkpoint["channel_values"] = {"big": big, "small": step}
@@ -77,13 +78,19 @@ def test_put_is_one_append_and_unchanged_values_are_not_stored_again(
     assert latest is not None
     assert latest.checkpoint["channel_values"] == {"big": big, "small": 10}
     other.reset()
-    checkpoint = {**empty_checkpoint(), "channel_versions": dict(latest.checkpoint["channel_versions"])}
+    checkpoint = {
+        **empty_checkpoint(),
+        "channel_versions": dict(latest.checkpoint["channel_versions"]),
+    }
     checkpoint["channel_values"] = {"big": big, "small": 11}
     checkpoint["channel_versions"]["small"] = version = other_saver.get_next_version(version)
     other_saver.put(latest.config, checkpoint, {"step": 11}, {"small": version})
     assert other.calls == {"append": 1}
     # Every checkpoint still loads its own values.
-    values = [t.checkpoint["channel_values"] for t in other_saver.list({"configurable": {"thread_id": "t"}})]
+    values = [
+        t.checkpoint["channel_values"]
+        for t in other_saver.list({"configurable": {"thread_id": "t"}})
+    ]
     assert [v["small"] for v in values] == list(range(11, -1, -1))
     assert all(v["big"] == big for v in values)
     store.close()
@@ -99,7 +106,9 @@ def test_list_with_limit_stops_early(url: str, prefix: str) -> None:
     costs = {}
     for thread in ("short", "long"):
         counter.reset()
-        items = list(saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, limit=2))
+        items = list(
+            saver.list({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}, limit=2)
+        )
         assert len(items) == 2
         costs[thread] = (counter.calls["read"], counter.read_records)
     assert costs["long"] == costs["short"]

@@ -46,7 +46,9 @@ def test_conversation_continues_in_another_process(url: str, prefix: str) -> Non
     thread_id = f"restart-{uuid.uuid4().hex[:8]}"
     context = multiprocessing.get_context("spawn")
     with context.Pool(1) as pool:
-        before = pool.apply(run_turns, (url, prefix, thread_id, ["hi, I am Ada", "weather in Rome"]))
+        before = pool.apply(
+            run_turns, (url, prefix, thread_id, ["hi, I am Ada", "weather in Rome"])
+        )
     assert before == [
         "turn 1: you said 'hi, I am Ada'; first was 'hi, I am Ada'",
         "The forecast: sunny in Rome, 14 degrees",
@@ -70,9 +72,7 @@ def test_time_travel(open_saver: Any) -> None:
     history = list(graph.get_state_history(config))
     assert [s.metadata["step"] for s in history] == list(range(len(history) - 2, -2, -1))
     # The checkpoint right after turn one's answer: two messages, nothing left to run.
-    after_one = next(
-        s for s in history if len(s.values.get("messages", [])) == 2 and s.next == ()
-    )
+    after_one = next(s for s in history if len(s.values.get("messages", [])) == 2 and s.next == ())
     assert after_one.metadata["source"] == "loop"
 
     # Continue from there: the new turn sees turn one only, and forks the history.

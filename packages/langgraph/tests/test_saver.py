@@ -236,7 +236,8 @@ def test_async_and_sync_see_the_same_data(open_saver: Any) -> None:
             checkpoint["channel_versions"],
         )
         await saver.aput_writes(config, [("a", 4)], "task")
-        assert [t async for t in saver.alist(None)][0].pending_writes == [("task", "a", 4)]
+        listed = [t async for t in saver.alist(None)]
+        assert listed[0].pending_writes == [("task", "a", 4)]
 
     asyncio.run(main())
     found = saver.get_tuple({"configurable": {"thread_id": "t"}})

@@ -276,7 +276,9 @@ class Engine:
         yield Delete(keys.rewrite(checkpoint_ns))
         return True
 
-    def _find(self, keys: ThreadKeys, checkpoint_ns: str, checkpoint_id: str) -> Steps[Stored | None]:
+    def _find(
+        self, keys: ThreadKeys, checkpoint_ns: str, checkpoint_id: str
+    ) -> Steps[Stored | None]:
         """The stored checkpoint ``checkpoint_id`` of a log, or None."""
         log = keys.log(checkpoint_ns)
         record_id = checkpoint_record_id(checkpoint_id)
@@ -302,7 +304,9 @@ class Engine:
                     self._remember(log, item)
                     return item
 
-    def _latest(self, keys: ThreadKeys, checkpoint_ns: str) -> Steps[tuple[Stored, dict[str, Blob]] | None]:
+    def _latest(
+        self, keys: ThreadKeys, checkpoint_ns: str
+    ) -> Steps[tuple[Stored, dict[str, Blob]] | None]:
         """The last checkpoint of a log and the values read with it."""
         log = keys.log(checkpoint_ns)
         tail: list[Record] = yield Read(log, -TAIL)
@@ -339,9 +343,7 @@ class Engine:
         self._remember(log, latest)
         return latest, known
 
-    def _values(
-        self, log: str, stored: Stored, known: dict[str, Blob]
-    ) -> Steps[dict[str, Any]]:
+    def _values(self, log: str, stored: Stored, known: dict[str, Blob]) -> Steps[dict[str, Any]]:
         """The channel values of a stored checkpoint (deserialized)."""
         found: dict[str, Blob] = {}
         wanted: dict[str, tuple[str, int]] = {}  # record id -> (channel, position hint)
@@ -387,7 +389,9 @@ class Engine:
                 )
         return {channel: self.serde.loads_typed(blob.value) for channel, blob in found.items()}
 
-    def _writes(self, keys: ThreadKeys, checkpoint_ns: str, checkpoint_id: str) -> Steps[list[PendingWrite]]:
+    def _writes(
+        self, keys: ThreadKeys, checkpoint_ns: str, checkpoint_id: str
+    ) -> Steps[list[PendingWrite]]:
         session = keys.writes(checkpoint_ns, checkpoint_id)
         records: list[Record] = yield Read(session)
         return self._decode_writes(session, records)
@@ -465,7 +469,7 @@ class Engine:
                 logs.append((ThreadKeys(parsed[0]), session))
         return logs
 
-    def list(
+    def checkpoints(
         self,
         config: RunnableConfig | None,
         *,
@@ -488,7 +492,6 @@ class Engine:
             logs = [(keys, name, keys.log(name)) for name in names]
         before_id = ((before or {}).get("configurable") or {}).get("checkpoint_id")
         conditions = dict(filter or {})
-        remaining = limit
 
         def wanted(stored: Stored) -> bool:
             if before_id is not None and stored.checkpoint_id >= before_id:
@@ -498,48 +501,70 @@ class Engine:
                 return all(metadata.get(k) == v for k, v in conditions.items())
             return True
 
+        budget = [limit]
         for keys, name, log in logs:
             if only is not None and name is not None:
                 found = yield from self._find(keys, name, only)
-                if found is not None and wanted(found):
-                    values = yield from self._values(log, found, {})
-                    writes = yield from self._writes(keys, found.checkpoint_ns, found.checkpoint_id)
-                    yield Emit(self._tuple(found, values, writes))
-                    if remaining is not None:
-                        remaining -= 1
-                        if remaining <= 0:
-                            return
+                if found is None or not wanted(found):
+                    continue
+                if (yield from self._emit(keys, log, found, {}, budget)):
+                    return
                 continue
-            walk = _Backward(log)
-            known: dict[str, Blob] = {}
-            pending: deque[tuple[Stored, int]] = deque()
-            chunks = 0
-            exhausted = False
-            while not exhausted or pending:
-                if not exhausted:
-                    chunk = yield from walk.more()
-                    chunks += 1
-                    if not chunk:
-                        exhausted = True
-                    for record in chunk:
-                        item = decode(log, record)
-                        if isinstance(item, Blob):
-                            known[item.record_id] = item
-                        elif isinstance(item, Stored) and wanted(item):
-                            pending.append((item, chunks))
-                while pending and (
-                    exhausted
-                    or chunks - pending[0][1] >= PATIENCE
-                    or _ready(pending[0][0], known)
-                ):
-                    stored, _when = pending.popleft()
-                    values = yield from self._values(log, stored, known)
-                    writes = yield from self._writes(keys, stored.checkpoint_ns, stored.checkpoint_id)
-                    yield Emit(self._tuple(stored, values, writes))
-                    if remaining is not None:
-                        remaining -= 1
-                        if remaining <= 0:
-                            return
+            if (yield from self._walk(keys, log, wanted, budget)):
+                return
+
+    def _emit(
+        self,
+        keys: ThreadKeys,
+        log: str,
+        stored: Stored,
+        known: dict[str, Blob],
+        budget: list[int | None],
+    ) -> Steps[bool]:
+        """Emit one listed tuple; True once ``budget`` (the remaining limit) is used up."""
+        values = yield from self._values(log, stored, known)
+        writes = yield from self._writes(keys, stored.checkpoint_ns, stored.checkpoint_id)
+        yield Emit(self._tuple(stored, values, writes))
+        if budget[0] is None:
+            return False
+        budget[0] -= 1
+        return budget[0] <= 0
+
+    def _walk(
+        self,
+        keys: ThreadKeys,
+        log: str,
+        wanted: Callable[[Stored], bool],
+        budget: list[int | None],
+    ) -> Steps[bool]:
+        """Emit a log's wanted checkpoints, newest first, reading only as far as needed.
+
+        A checkpoint's values are stored before it, so a listed checkpoint waits (up to
+        PATIENCE slices) for the walk to reach them before they are fetched by position.
+        """
+        walk = _Backward(log)
+        known: dict[str, Blob] = {}
+        pending: deque[tuple[Stored, int]] = deque()
+        chunks = 0
+        exhausted = False
+        while not exhausted or pending:
+            if not exhausted:
+                chunk = yield from walk.more()
+                chunks += 1
+                exhausted = not chunk
+                for record in chunk:
+                    item = decode(log, record)
+                    if isinstance(item, Blob):
+                        known[item.record_id] = item
+                    elif isinstance(item, Stored) and wanted(item):
+                        pending.append((item, chunks))
+            while pending and (
+                exhausted or chunks - pending[0][1] >= PATIENCE or _ready(pending[0][0], known)
+            ):
+                stored, _when = pending.popleft()
+                if (yield from self._emit(keys, log, stored, known, budget)):
+                    return True
+        return False
 
     # -- writing -----------------------------------------------------------------------
 
@@ -592,75 +617,20 @@ class Engine:
                 inherited = parent.entries
         full_metadata = get_checkpoint_metadata(config, metadata)
         run_id = full_metadata.get("run_id")
-        cp_typed = self.serde.dumps_typed(bare)
-        md_typed = self.serde.dumps_typed(full_metadata)
-
-        for _attempt in range(MAX_ATTEMPTS):
-            with self._lock:
-                tail = self._tails.get(log)
-            if tail is None:
-                tail = yield from self._tail_state(keys, checkpoint_ns)
-            last_id, start = tail
-            entries: dict[str, Entry] = {}
-            for channel, version in versions.items():
-                if channel in own:
-                    index = own[channel]
-                    if index is None:
-                        entries[channel] = (version, -1, EMPTY)
-                    else:
-                        entries[channel] = (version, start + index, blobs[index].record_id)
-                else:
-                    parent_entry = inherited.get(channel)
-                    if parent_entry is not None and parent_entry[0] == version:
-                        entries[channel] = parent_entry
-                    else:
-                        entries[channel] = (version, -1, None)  # found by a search on read
-            stored = Stored(
-                record_id=record_id,
-                checkpoint_id=checkpoint_id,
-                position=start + len(blobs),
-                parent_id=parent_id,
-                thread_id=thread_id,
-                checkpoint_ns=checkpoint_ns,
-                run_id=None if run_id is None else str(run_id),
-                checkpoint=cp_typed,
-                metadata=md_typed,
-                entries=entries,
-            )
-            batch = [*(encode_blob(b) for b in blobs), encode_checkpoint(stored)]
-            try:
-                if self.conditional:
-                    yield AppendIf(log, batch, after=last_id)
-                else:
-                    yield Append(log, batch)
-            except AppendConflict:
-                with self._lock:
-                    self._tails.pop(log, None)
-                fresh = yield from self._tail_state(keys, checkpoint_ns)
-                if fresh[0] == record_id:  # our own earlier attempt did land
-                    break
-                with self._lock:
-                    self._tails[log] = fresh
-                continue
-            except RecordConflict:
-                # This checkpoint was stored before (an acknowledgement lost, then others
-                # appended): the same checkpoint is a success, another one an error.
-                with self._lock:
-                    self._tails.pop(log, None)
-                existing = yield from self._find(keys, checkpoint_ns, checkpoint_id)
-                if (
-                    existing is None
-                    or existing.checkpoint != cp_typed
-                    or existing.metadata != md_typed
-                ):
-                    raise
-                stored = existing
-                break
-            with self._lock:
-                self._tails[log] = (record_id, stored.position + 1)
-            break
-        else:
-            raise AppendConflict(log, None)
+        draft = Stored(
+            record_id=record_id,
+            checkpoint_id=checkpoint_id,
+            position=-1,
+            parent_id=parent_id,
+            thread_id=thread_id,
+            checkpoint_ns=checkpoint_ns,
+            run_id=None if run_id is None else str(run_id),
+            checkpoint=self.serde.dumps_typed(bare),
+            metadata=self.serde.dumps_typed(full_metadata),
+            entries={},
+        )
+        placement = _Placement(versions, own, inherited, blobs)
+        stored = yield from self._commit(keys, draft, placement)
         self._remember(log, stored)
         return {
             "configurable": {
@@ -669,6 +639,54 @@ class Engine:
                 "checkpoint_id": checkpoint_id,
             }
         }
+
+    def _commit(self, keys: ThreadKeys, draft: Stored, placement: _Placement) -> Steps[Stored]:
+        """Append a checkpoint's batch after the log's last record, retrying (with fresh
+        positions) when another writer got there first."""
+        log = keys.log(draft.checkpoint_ns)
+        for _attempt in range(MAX_ATTEMPTS):
+            with self._lock:
+                tail = self._tails.get(log)
+            if tail is None:
+                tail = yield from self._tail_state(keys, draft.checkpoint_ns)
+            last_id, start = tail
+            stored = replace(
+                draft,
+                position=start + len(placement.blobs),
+                entries=placement.entries(start),
+            )
+            batch = [*(encode_blob(b) for b in placement.blobs), encode_checkpoint(stored)]
+            try:
+                if self.conditional:
+                    yield AppendIf(log, batch, after=last_id)
+                else:
+                    yield Append(log, batch)
+            except AppendConflict:
+                with self._lock:
+                    self._tails.pop(log, None)
+                fresh = yield from self._tail_state(keys, draft.checkpoint_ns)
+                if fresh[0] == draft.record_id:  # our own earlier attempt did land
+                    return stored
+                with self._lock:
+                    self._tails[log] = fresh
+                continue
+            except RecordConflict:
+                # This checkpoint was stored before (an acknowledgement lost, then others
+                # appended): the same checkpoint is a success, another one an error.
+                with self._lock:
+                    self._tails.pop(log, None)
+                existing = yield from self._find(keys, draft.checkpoint_ns, draft.checkpoint_id)
+                if (
+                    existing is None
+                    or existing.checkpoint != draft.checkpoint
+                    or existing.metadata != draft.metadata
+                ):
+                    raise
+                return existing
+            with self._lock:
+                self._tails[log] = (draft.record_id, stored.position + 1)
+            return stored
+        raise AppendConflict(log, None)
 
     def put_writes(
         self,
@@ -803,9 +821,7 @@ class Engine:
             if not records:
                 continue
             names = {
-                item.checkpoint_ns
-                for item in _Log(log, records).stored
-                if item.run_id in runs
+                item.checkpoint_ns for item in _Log(log, records).stored if item.run_id in runs
             }
             for name in names:
                 if keys.log(name) == log:
@@ -833,6 +849,40 @@ class Engine:
             batch = _repack(whole.stored, whole.resolve, start, str(target_thread_id))
             yield Append(target_log, batch)
             self._forget(target_log)
+
+
+class _Placement:
+    """Where a new checkpoint's channel values are, once its batch's position is known."""
+
+    def __init__(
+        self,
+        versions: ChannelVersions,
+        own: dict[str, int | None],
+        inherited: Mapping[str, Entry],
+        blobs: list[Blob],
+    ) -> None:
+        self.versions = versions
+        self.own = own  # channel -> index in blobs (None: emptied by this checkpoint)
+        self.inherited = inherited  # the parent's entries
+        self.blobs = blobs
+
+    def entries(self, start: int) -> dict[str, Entry]:
+        """Every channel of the checkpoint -> its value's entry, the batch at ``start``."""
+        entries: dict[str, Entry] = {}
+        for channel, version in self.versions.items():
+            if channel in self.own:
+                index = self.own[channel]
+                if index is None:
+                    entries[channel] = (version, -1, EMPTY)
+                else:
+                    entries[channel] = (version, start + index, self.blobs[index].record_id)
+                continue
+            parent_entry = self.inherited.get(channel)
+            if parent_entry is not None and parent_entry[0] == version:
+                entries[channel] = parent_entry
+            else:
+                entries[channel] = (version, -1, None)  # found by a search on read
+        return entries
 
 
 def _ready(stored: Stored, known: Mapping[str, Blob]) -> bool:

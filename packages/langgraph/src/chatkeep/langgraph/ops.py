@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Generator, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from chatkeep.core import Store
 from chatkeep.core.records import Record
@@ -24,8 +24,8 @@ __all__ = [
     "Op",
     "Read",
     "Steps",
-    "arun",
     "aiterate",
+    "arun",
     "iterate",
     "run",
 ]
@@ -78,7 +78,7 @@ class Emit:
     item: Any
 
 
-Op = Union[Read, Append, AppendIf, Delete, ListSessions, Emit]
+Op = Read | Append | AppendIf | Delete | ListSessions | Emit
 T = TypeVar("T")
 #: An operation: a generator of requests, sent each request's result, returning ``T``.
 Steps = Generator[Op, Any, T]

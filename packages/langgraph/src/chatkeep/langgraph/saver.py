@@ -129,7 +129,7 @@ class ChatkeepSaver(BaseCheckpointSaver[str]):
         """Checkpoints newest first: of ``config``'s thread (and namespace, when given;
         every thread for ``None``), whose metadata matches ``filter``, older than
         ``before``, at most ``limit`` (reading stops there)."""
-        steps = self._engine.list(config, filter=filter, before=before, limit=limit)
+        steps = self._engine.checkpoints(config, filter=filter, before=before, limit=limit)
         yield from iterate(self.store, steps)
 
     async def alist(
@@ -141,7 +141,7 @@ class ChatkeepSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         """Async :meth:`list`."""
-        steps = self._engine.list(config, filter=filter, before=before, limit=limit)
+        steps = self._engine.checkpoints(config, filter=filter, before=before, limit=limit)
         async for item in aiterate(self.store, steps):
             yield item
 
@@ -164,9 +164,7 @@ class ChatkeepSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Async :meth:`put`."""
-        return await arun(
-            self.store, self._engine.put(config, checkpoint, metadata, new_versions)
-        )
+        return await arun(self.store, self._engine.put(config, checkpoint, metadata, new_versions))
 
     def put_writes(
         self,
