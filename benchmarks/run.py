@@ -205,6 +205,11 @@ def header(settings: Settings) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmarks; 0 unless nothing could be measured."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["langgraph"]:  # LangGraph checkpointers: chatkeep_bench/langgraph.py
+        from chatkeep_bench.langgraph import main as langgraph_main
+
+        return langgraph_main(argv[1:])
     args = parse(argv)
     _quiet()
     # A SIGTERM (a CI timeout, a killed nox) still runs the cleanups in ``finally``.
