@@ -127,3 +127,25 @@ def test_loading_a_recent_checkpoint_by_id_is_cheap(url: str, prefix: str) -> No
     assert found is not None and found.config == recent
     assert counter.calls["read"] <= 4
     store.close()
+
+
+def test_loading_an_old_checkpoint_by_id_bisects(url: str, prefix: str) -> None:
+    with ChatkeepSaver(url=url, prefix=prefix) as saver:
+        _chat(saver, "long", 30)
+        history = list(saver.list({"configurable": {"thread_id": "long"}}))
+        log_length = len(open_store(url).read(saver._engine.layout.thread("long").log("")))
+    assert len(history) > 100
+    store, counter = counting_store(open_store(url))
+    reader = ChatkeepSaver(store=store, prefix=prefix)
+    for old in (history[-1], history[-2], history[len(history) // 2]):
+        counter.reset()
+        found = reader.get_tuple(old.config)
+        assert found is not None
+        assert found.checkpoint == old.checkpoint and found.metadata == old.metadata
+        print("by id:", counter.calls["read"], "reads,", counter.read_records, "records")
+        assert counter.calls["read"] <= 16
+        assert counter.read_records < log_length // 4
+    # An id that is not there is looked for everywhere (and not found).
+    missing = {"configurable": {"thread_id": "long", "checkpoint_id": "0" * 8}}
+    assert reader.get_tuple(missing) is None
+    store.close()

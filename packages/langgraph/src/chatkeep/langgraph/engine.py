@@ -72,6 +72,11 @@ GAP = 2
 #: How many chunks a listed checkpoint waits for its values to turn up in the walk before
 #: they are fetched by position.
 PATIENCE = 2
+#: Slices walked back from the end before a lookup by id bisects the log instead.
+BISECT_AFTER = 2
+#: Records read at each probe of the bisection (a put's values, then its checkpoint).
+PROBE = 4
+MAX_PROBES = 64
 #: Attempts of a conditional append before giving up (each re-reads one record).
 MAX_ATTEMPTS = 64
 STORED_CACHE = 512
@@ -279,7 +284,13 @@ class Engine:
     def _find(
         self, keys: ThreadKeys, checkpoint_ns: str, checkpoint_id: str
     ) -> Steps[Stored | None]:
-        """The stored checkpoint ``checkpoint_id`` of a log, or None."""
+        """The stored checkpoint ``checkpoint_id`` of a log, or None.
+
+        Recent checkpoints are found walking back from the end; older ones by bisecting
+        the log on checkpoint ids (LangGraph's ids grow with time, and the log keeps them
+        in order unless writers raced or a thread was copied into a non-empty one), and
+        failing that by walking the rest of the log.
+        """
         log = keys.log(checkpoint_ns)
         record_id = checkpoint_record_id(checkpoint_id)
         cached = self._cached(log, record_id)
@@ -287,6 +298,8 @@ class Engine:
             return cached
         walk = _Backward(log)
         first = True
+        newest: Stored | None = None
+        slices = 0
         while True:
             chunk = yield from walk.more()
             if not chunk:
@@ -296,13 +309,54 @@ class Engine:
                     continue
                 return None
             first = False
+            slices += 1
             for record in chunk:
+                if not record.id.startswith("c:"):
+                    continue
+                item = decode(log, record)
+                if not isinstance(item, Stored):
+                    raise CorruptRecord(log, -1, "a checkpoint id names a value", record.id)
                 if record.id == record_id:
-                    item = decode(log, record)
-                    if not isinstance(item, Stored):
-                        raise CorruptRecord(log, -1, "a checkpoint id names a value", record.id)
                     self._remember(log, item)
                     return item
+                newest = newest or item
+            if slices == BISECT_AFTER and newest is not None:
+                if newest.checkpoint_id < checkpoint_id:
+                    continue  # newer than the newest: only a disordered log has it
+                found = yield from self._bisect(log, checkpoint_id, newest.position)
+                if found is not None:
+                    self._remember(log, found)
+                    return found
+
+    def _bisect(self, log: str, checkpoint_id: str, stop: int) -> Steps[Stored | None]:
+        """Binary search of positions ``[0, stop)`` for a checkpoint, by id order."""
+        low, high = 0, stop
+        for _probe in range(MAX_PROBES):
+            if low >= high:
+                return None
+            middle = (low + high) // 2
+            found: Stored | None = None
+            position = middle
+            for width in (PROBE, MAX_WINDOW):  # values first, then their checkpoint
+                chunk: list[Record] = yield Read(log, position, position + width)
+                for index, record in enumerate(chunk):
+                    if record.id.startswith("c:"):
+                        item = decode(log, record, position + index)
+                        if isinstance(item, Stored):
+                            found, position = item, position + index
+                            break
+                if found is not None or len(chunk) < width:
+                    break
+                position += width
+            if found is None:
+                return None
+            if found.checkpoint_id == checkpoint_id:
+                return found
+            if found.checkpoint_id < checkpoint_id:
+                low = position + 1
+            else:
+                high = middle
+        return None
 
     def _latest(
         self, keys: ThreadKeys, checkpoint_ns: str
