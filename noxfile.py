@@ -188,10 +188,13 @@ BENCH_PEERS = [
     "agent-framework-redis>=1.0.0b0",  # only pre-releases exist so far
     "aiosqlite",  # the Agents SDK's SQLAlchemy session on SQLite
     "moto[server]",  # --backends s3
+    "langgraph-checkpoint-sqlite",  # `-- langgraph`: LangGraph's own savers
+    "langgraph-checkpoint-postgres",
 ]
 BENCH_MEMBERS = [
     *("core", "sqlite", "redis", "postgres", "s3", "azure_blob"),
     *("openai_agents", "langchain", "agent_framework"),  # the framework adapters' rows
+    "langgraph",  # `-- langgraph`: chatkeep_bench/langgraph.py
 ]
 
 
