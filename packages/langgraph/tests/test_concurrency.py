@@ -40,7 +40,7 @@ def _check(url: str, prefix: str, thread_id: str, acknowledged: list[list[str]])
                 assert found.parent_config["configurable"]["checkpoint_id"] == ids[step - 1]
 
 
-@pytest.mark.parametrize("hide_conditional", [False, True], ids=["as-declared", "conditional-hidden"])
+@pytest.mark.parametrize("hide_conditional", [False, True], ids=["declared", "hidden"])
 @pytest.mark.parametrize("backend", ["memory"], indirect=True)
 def test_two_threads_one_thread_id(url: str, prefix: str, hide_conditional: bool) -> None:
     thread_id = f"race-{uuid.uuid4().hex[:8]}"
@@ -65,7 +65,7 @@ def test_two_threads_one_thread_id(url: str, prefix: str, hide_conditional: bool
     _check(url, prefix, thread_id, results)
 
 
-@pytest.mark.parametrize("hide_conditional", [False, True], ids=["as-declared", "conditional-hidden"])
+@pytest.mark.parametrize("hide_conditional", [False, True], ids=["declared", "hidden"])
 @pytest.mark.parametrize("backend", ["sqlite", "postgres", "redis"], indirect=True)
 def test_two_processes_one_thread(url: str, prefix: str, hide_conditional: bool) -> None:
     thread_id = f"race-{uuid.uuid4().hex[:8]}"
