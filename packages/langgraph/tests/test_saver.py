@@ -43,8 +43,9 @@ def test_bad_input_raises_typed_errors(open_saver: Any, url: str) -> None:
         saver.put_writes({"configurable": {"thread_id": "t"}}, [("a", 1)], "task")
     with pytest.raises(InvalidOption, match="strategy"):
         saver.prune(["t"], strategy="keep_some")
-    with pytest.raises(InvalidOption, match="prefix"):
-        ChatkeepSaver(url=url, prefix="")
+    for bad in ("", "no-colon", "a/b:", "x" * 70 + ":"):
+        with pytest.raises(InvalidOption, match="prefix"):
+            ChatkeepSaver(url=url, prefix=bad)
     with pytest.raises(TypeError, match="not both"):
         ChatkeepSaver(url=url, store=open_store("memory://"))
 
@@ -74,14 +75,19 @@ def test_threads_stay_apart_whatever_their_ids(open_saver: Any) -> None:
     assert len(list(saver.list(None, filter={"source": "nothing"}))) == 0
 
 
-def test_savers_with_other_prefixes_do_not_meet(open_saver: Any) -> None:
-    left, right = open_saver(prefix="left:"), open_saver(prefix="right:")
+@pytest.mark.parametrize("other", ["right:", "left:x:", "left:left:"])
+def test_savers_with_other_prefixes_do_not_meet(open_saver: Any, other: str) -> None:
+    left, right = open_saver(prefix="left:"), open_saver(prefix=other)
     _put(left, "t", {"side": "left"}, run_id="run-1")
     _put(right, "t", {"side": "right"}, run_id="run-1")
     right.delete_for_runs(["run-1"])
     found = left.get_tuple({"configurable": {"thread_id": "t"}})
     assert found is not None and found.checkpoint["channel_values"] == {"side": "left"}
     assert right.get_tuple({"configurable": {"thread_id": "t"}}) is None
+    assert [t.checkpoint["channel_values"] for t in left.list(None)] == [{"side": "left"}]
+    _put(right, "u", {"side": "right"})
+    left.delete_for_runs(["run-1"])
+    assert [t.config["configurable"]["thread_id"] for t in right.list(None)] == ["u"]
 
 
 def test_first_regular_write_is_kept_special_writes_replace(open_saver: Any) -> None:

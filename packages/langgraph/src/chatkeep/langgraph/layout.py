@@ -24,6 +24,7 @@ session of a thread and no other thread's.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -36,6 +37,8 @@ DEFAULT_PREFIX = "langgraph:"
 #: Longest encoded id kept literally in a session or record id; longer ones are hashed.
 MAX_COMPONENT = 120
 MAX_PREFIX = 64
+#: What an encoded id looks like (so a listing never mistakes another prefix's sessions).
+_COMPONENT = re.compile(r"[A-Za-z0-9_.~%-]*|![0-9a-f]{64}")
 
 
 def component(value: str) -> str:
@@ -79,8 +82,14 @@ class Layout:
     def __post_init__(self) -> None:
         if type(self.prefix) is not str or not self.prefix:
             raise InvalidOption("prefix must be a non-empty str")
-        if len(self.prefix) > MAX_PREFIX or "\x00" in self.prefix:
-            raise InvalidOption(f"prefix must be at most {MAX_PREFIX} characters, without NUL")
+        if len(self.prefix) > MAX_PREFIX or "\x00" in self.prefix or "/" in self.prefix:
+            raise InvalidOption(
+                f"prefix must be at most {MAX_PREFIX} characters, without NUL or '/'"
+            )
+        if not self.prefix.endswith(":"):
+            # An encoded id never contains ':', so no prefix's sessions look like another's
+            # (with "lg" and "lgx", thread "x..." of one would be a thread of the other).
+            raise InvalidOption(f"prefix must end with ':' (got {self.prefix!r})")
         # The longest session id: prefix + thread + "/w/" + namespace + "/" + checkpoint.
         assert len(self.prefix) + 3 * (MAX_COMPONENT + 1) + 4 <= MAX_SESSION_ID_LENGTH
 
@@ -93,14 +102,15 @@ class Layout:
         ``t`` or ``""`` for the index), or ``None`` for any other session."""
         if not session_id.startswith(self.prefix):
             return None
-        rest = session_id[len(self.prefix) :]
-        thread, slash, tail = rest.partition("/")
-        if not slash or not thread:
+        parts = session_id[len(self.prefix) :].split("/")
+        if not parts[0] or not all(_COMPONENT.fullmatch(part) for part in parts):
             return None
-        kind = tail.split("/", 1)[0]
-        if kind not in ("", "c", "w", "t"):
-            return None
-        return f"{self.prefix}{thread}/", kind
+        kind, shape = parts[1:2], len(parts)
+        if (kind == [""] and shape == 2) or (kind in (["c"], ["t"]) and shape == 3):
+            return f"{self.prefix}{parts[0]}/", kind[0]
+        if kind == ["w"] and shape == 4:
+            return f"{self.prefix}{parts[0]}/", "w"
+        return None
 
 
 def checkpoint_record_id(checkpoint_id: str) -> str:
