@@ -2,8 +2,9 @@
 
 The servers come from the backends' own test harnesses, imported from their conftest files
 so that discovery stays in one place: PostgreSQL and Redis from ``CHATKEEP_TEST_<BACKEND>_URL``
-or the standard local port, S3 from a moto server and Azure Blob from Azurite started on
-free loopback ports. A missing service skips (fails under ``CI=true``).
+or the standard local port, a throwaway 3-master Redis Cluster, S3 from a moto server and
+Azure Blob from Azurite started on free loopback ports. A missing service skips (fails
+under ``CI=true``).
 """
 
 from __future__ import annotations
@@ -53,11 +54,13 @@ redis_url = _redis.redis_url
 redis_run_namespace = _redis.redis_run_namespace
 redis_namespace = _redis.redis_namespace
 redis_store_url = _redis.redis_store_url
+redis_cluster_url = _redis.redis_cluster_url
+redis_cluster_store_url = _redis.redis_cluster_store_url
 s3_endpoint = _s3.s3_endpoint
 s3_url = _s3.s3_url
 blob_service = _azure.blob_service
 
-BACKENDS = ["memory", "sqlite", "postgres", "redis", "s3", "azure_blob"]
+BACKENDS = ["memory", "sqlite", "postgres", "redis", "redis_cluster", "s3", "azure_blob"]
 #: Backends whose data another process can see (for the multi-process tests).
 SHARED = ["sqlite", "postgres", "redis"]
 
@@ -72,6 +75,8 @@ def store_url(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> s
         return str(request.getfixturevalue("pg_store_url"))
     if backend == "redis":
         return str(request.getfixturevalue("redis_store_url"))
+    if backend == "redis_cluster":
+        return str(request.getfixturevalue("redis_cluster_store_url"))
     if backend == "s3":
         return str(request.getfixturevalue("s3_url"))
     if backend == "azure_blob":
