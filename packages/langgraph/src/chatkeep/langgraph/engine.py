@@ -622,9 +622,14 @@ class Engine:
 
     # -- writing -----------------------------------------------------------------------
 
+    def _is_registered(self, keys: ThreadKeys, draft: Stored) -> bool:
+        with self._lock:
+            return (keys.base, draft.checkpoint_ns) in self._registered
+
     def _register(self, keys: ThreadKeys, checkpoint_ns: str) -> Steps[None]:
-        """Note a non-root namespace in the thread index (once per process)."""
-        if not checkpoint_ns or (keys.base, checkpoint_ns) in self._registered:
+        """Note a non-root namespace in the thread index: by the first checkpoint of its
+        log, and once per process after that (a repeat is a no-op for the store)."""
+        if not checkpoint_ns:
             return
         record = encode_namespace(namespace_record_id(checkpoint_ns), checkpoint_ns)
         yield Append(keys.index, [record])
@@ -644,7 +649,6 @@ class Engine:
         log = keys.log(checkpoint_ns)
         checkpoint_id = str(checkpoint["id"])
         record_id = checkpoint_record_id(checkpoint_id)
-        yield from self._register(keys, checkpoint_ns)
 
         values = checkpoint["channel_values"]
         versions = checkpoint["channel_versions"]
@@ -704,6 +708,8 @@ class Engine:
             if tail is None:
                 tail = yield from self._tail_state(keys, draft.checkpoint_ns)
             last_id, start = tail
+            if draft.checkpoint_ns and (start == 0 or not self._is_registered(keys, draft)):
+                yield from self._register(keys, draft.checkpoint_ns)
             stored = replace(
                 draft,
                 position=start + len(placement.blobs),
