@@ -1,6 +1,8 @@
 """One algorithm, two drivers: the saver's operations are generators that *yield* store
 requests; :func:`run` performs them with the store's blocking methods, :func:`arun` with
-its ``await``-able ones. So ``put`` and ``aput`` (and every other pair) are the same code.
+its ``await``-able ones (both on the core's :func:`~chatkeep.core.backend.run_program`),
+so ``put`` and ``aput`` (and every other pair) are the same code. ``list`` also *emits*
+results as it goes (:class:`Emit`), which :func:`iterate` / :func:`aiterate` hand out.
 
 A store error is thrown back into the generator at the ``yield`` that asked for it, so an
 operation catches ``AppendConflict`` and retries like straight-line code would.
@@ -10,9 +12,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Generator, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from chatkeep.core import Store
+from chatkeep.core.backend import arun_program, run_program
 from chatkeep.core.records import Record
 
 __all__ = [
@@ -133,19 +137,7 @@ def iterate(store: Store, steps: Steps[Any]) -> Iterator[Any]:
 
 def run(store: Store, steps: Steps[T]) -> T:
     """Drive ``steps`` with blocking calls and return its result."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            op = steps.send(value) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        value, error = None, None
-        try:
-            value = _perform(store, op)
-        except Exception as exc:
-            error = exc
+    return run_program(steps, partial(_perform, store), throw=Exception)
 
 
 async def aiterate(store: Store, steps: Steps[Any]) -> AsyncIterator[Any]:
@@ -169,16 +161,4 @@ async def aiterate(store: Store, steps: Steps[Any]) -> AsyncIterator[Any]:
 
 async def arun(store: Store, steps: Steps[T]) -> T:
     """Drive ``steps`` with ``await``-ed calls and return its result."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            op = steps.send(value) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        value, error = None, None
-        try:
-            value = await _aperform(store, op)
-        except Exception as exc:
-            error = exc
+    return await arun_program(steps, partial(_aperform, store), throw=Exception)
