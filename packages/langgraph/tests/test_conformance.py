@@ -96,3 +96,22 @@ def test_conformance_without_conditional_appends(backend: str, url: str, prefix:
 
     report = _validate(f"ChatkeepSaver[{backend}, no conditional]", make)
     _assert_full(report)
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"], indirect=True)
+def test_conformance_over_the_encryption_wrapper(
+    backend: str, url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wrapper backend (``encrypted+<URL>``) is just another store to the saver."""
+    from chatkeep.encrypted import Keyring
+
+    monkeypatch.setenv("CHATKEEP_ENCRYPTION_KEYS", "test:" + Keyring.generate_key())
+    wrapped = f"encrypted+{url}"
+    report = _validate(
+        f"ChatkeepSaver[encrypted+{backend}]", lambda: ChatkeepSaver(url=wrapped, prefix=prefix)
+    )
+    _assert_full(report)
+    at_rest = open_store(url)
+    sessions = list(at_rest.list_sessions(prefix))
+    assert sessions and all(b"channel1" not in r.data for s in sessions for r in at_rest.read(s))
+    at_rest.close()
