@@ -14,11 +14,21 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from chatkeep.core import Record, Store, open_store
+from chatkeep.core import InvalidSessionId, Record, Store, check_session_id, open_store
 
 __all__ = ["TrackedStore", "Tracker"]
 
 _Key = tuple[str, tuple[tuple[str, str], ...]]
+
+
+def _valid(session_id: object) -> bool:
+    """Whether ``session_id`` could have been written (tests also try invalid ones, which
+    the core refuses before the backend sees them: nothing to clean up for those)."""
+    try:
+        check_session_id(session_id)
+    except InvalidSessionId:
+        return False
+    return True
 
 
 def _key(url: str, options: dict[str, Any]) -> _Key:
@@ -38,13 +48,13 @@ class TrackedStore(Store):
 
     def append(self, session_id: str, records: Iterable[Record | tuple[str, bytes]]) -> None:
         """:meth:`Store.append`, noting the session."""
-        if isinstance(session_id, str):
+        if _valid(session_id):
             self._written.add(session_id)
         super().append(session_id, records)
 
     async def aappend(self, session_id: str, records: Iterable[Record | tuple[str, bytes]]) -> None:
         """:meth:`Store.aappend`, noting the session."""
-        if isinstance(session_id, str):
+        if _valid(session_id):
             self._written.add(session_id)
         await super().aappend(session_id, records)
 
@@ -56,7 +66,7 @@ class TrackedStore(Store):
         after: str | None,
     ) -> None:
         """:meth:`Store.append_if`, noting the session."""
-        if isinstance(session_id, str):
+        if _valid(session_id):
             self._written.add(session_id)
         super().append_if(session_id, records, after=after)
 
@@ -68,7 +78,7 @@ class TrackedStore(Store):
         after: str | None,
     ) -> None:
         """:meth:`Store.aappend_if`, noting the session."""
-        if isinstance(session_id, str):
+        if _valid(session_id):
             self._written.add(session_id)
         await super().aappend_if(session_id, records, after=after)
 
