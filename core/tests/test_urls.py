@@ -41,3 +41,13 @@ def test_secret_is_hidden(url: str) -> None:
 )
 def test_plain_urls_are_unchanged(url: str) -> None:
     assert redact_url(url) == url
+
+
+def test_redact_url_hides_secrets_of_urls_nested_in_the_query() -> None:
+    nested = redact_url("s3://b/p?endpoint_url=http://app:hunter2@h:9&region=x")
+    assert nested == "s3://b/p?endpoint_url=http://app:***@h:9&region=x"
+    encoded = redact_url("s3://b/p?endpoint_url=http%3A%2F%2Fapp%3Ahunter2%40h%3A9")
+    assert "hunter2" not in encoded and encoded.startswith("s3://b/p?endpoint_url=http%3A")
+    assert redact_url("s3://b/p?endpoint_url=http://h:9") == "s3://b/p?endpoint_url=http://h:9"
+    deeper = redact_url("w+x://h?inner=" + "y://u:pw@h2?token=t0p")
+    assert "pw" not in deeper and "t0p" not in deeper

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote_plus
+from urllib.parse import quote, unquote_plus
 
 __all__ = ["redact_text", "redact_url"]
 
@@ -18,7 +18,9 @@ def redact_url(url: str) -> str:
     Works on the string itself (no parse-and-rebuild, which can change a URL or miss a
     password containing ``/``): everything between the user name and the last ``@`` before
     the query is hidden, as are values of query keys that look like secrets
-    (``password``, ``account_key``, ``sig``, ``token``, ...). Errs on the side of hiding.
+    (``password``, ``account_key``, ``sig``, ``token``, ...), and URLs nested in query values
+    (``?endpoint_url=http://user:pw@host``) are redacted the same way. Errs on the side of
+    hiding.
     """
     scheme, sep, rest = url.partition("://")
     if not sep:
@@ -38,8 +40,17 @@ def redact_url(url: str) -> str:
         pieces = []
         for piece in query.split("&"):
             key, eq, value = piece.partition("=")
-            secret = _SECRET_KEY.search(key) or _SECRET_VALUE.search(unquote_plus(value))
-            pieces.append(f"{key}=***" if eq and secret else piece)
+            decoded = unquote_plus(value)
+            secret = _SECRET_KEY.search(key) or _SECRET_VALUE.search(decoded)
+            if eq and secret:
+                piece = f"{key}=***"
+            elif eq and "://" in decoded:
+                # A URL inside the URL (S3's endpoint_url=http://user:pw@host): its own
+                # password and secrets are hidden the same way, written back as given.
+                inner = redact_url(decoded)
+                if inner != decoded:
+                    piece = f"{key}={inner if value == decoded else quote(inner, safe='')}"
+            pieces.append(piece)
         query = "&".join(pieces) + fragment
     return f"{scheme}{sep}{head}{qmark}{query}"
 
