@@ -6,10 +6,17 @@ from typing import Any
 
 import pytest
 
-from chatkeep.core import CorruptRecord, Record, StoreUnavailable, open_store
+from chatkeep.core import (
+    CorruptRecord,
+    InvalidOption,
+    Record,
+    StoreClosed,
+    StoreUnavailable,
+    open_store,
+)
 from chatkeep.s3.bucket import Bucket
 from chatkeep.s3.config import S3Options
-from chatkeep.s3.keys import encode_session
+from chatkeep.s3.layout import MARKER, encode_session
 
 
 def recs(count: int, tag: str = "r", start: int = 0, size: int = 0) -> list[Record]:
@@ -17,11 +24,10 @@ def recs(count: int, tag: str = "r", start: int = 0, size: int = 0) -> list[Reco
     return [Record(f"{tag}-{n}", f"{tag}:{n}".encode() + pad) for n in range(start, start + count)]
 
 
-def keys_of(s3_endpoint: Any, url: str) -> list[tuple[str, int]]:
-    prefix = url.split("?", maxsplit=1)[0].split("/", 3)[3] + "/"
-    client = s3_endpoint.client()
-    listed = client.list_objects_v2(Bucket=s3_endpoint.bucket, Prefix=prefix)
-    return [(item["Key"][len(prefix) :], item["Size"]) for item in listed.get("Contents", [])]
+def keys_of(store: Any, session: str | None = None) -> list[tuple[str, int]]:
+    """Every key under the store's namespace (or one session's folder), relative to it."""
+    base = store.layout.folder(session) if session else store.layout.base
+    return [(item.key[len(base) :], item.size) for item in store.bucket.list_objects(base)]
 
 
 # -- the two hooks, through open_store ----------------------------------------------------
@@ -31,24 +37,31 @@ def test_open_store_by_url_declares_capabilities_and_hides_options(s3_url: str) 
     secret = {"aws_access_key_id": "chatkeep-test-key", "aws_secret_access_key": "test-secret"}
     with open_store(s3_url, **secret) as store:
         assert store.name == "s3"
-        assert store.capabilities >= {"delete", "list_sessions", "close", "shared", "durable"}
-        assert "ttl" not in store.capabilities
+        assert store.capabilities == {
+            "delete",
+            "list_sessions",
+            "close",
+            "shared",
+            "durable",
+            "conditional",
+            "namespace",
+        }
         store.append("s", recs(2))
         assert store.read("s") == recs(2)
         assert "secret" not in repr(store) and "secret" not in repr(store.backend)
 
 
-def test_key_layout(s3_endpoint: Any, s3_url: str, open_s3: Any) -> None:
+def test_key_layout(s3_url: str, open_s3: Any) -> None:
     store = open_s3(s3_url)
     store.append("chat/1", recs(3))
     store.append("chat/1", recs(2, start=3))
-    folder = encode_session("chat/1")
-    listed = keys_of(s3_endpoint, s3_url)
-    assert [key for key, _ in listed] == [
-        f"{folder}/seg/0000000000000000",
-        f"{folder}/seg/0000000000000003",
+    prefix = s3_url.split("?", maxsplit=1)[0].split("/", 3)[3]
+    assert store.layout.base == f"{prefix}/{MARKER}/_/"
+    assert keys_of(store) == [
+        (f"{encode_session('chat/1')}/log/{10**16 - 1 - 3:016d}.seg", keys_of(store)[0][1]),
+        (f"{encode_session('chat/1')}/log/{10**16 - 1:016d}.seg", keys_of(store)[1][1]),
     ]
-    assert all(size > 0 for _, size in listed)
+    assert all(size > 0 for _, size in keys_of(store))
 
 
 # -- costs ---------------------------------------------------------------------------------
@@ -57,7 +70,7 @@ def test_key_layout(s3_endpoint: Any, s3_url: str, open_s3: Any) -> None:
 def test_a_warm_turn_is_one_list_and_one_put(
     s3_url: str, open_s3: Any, count_requests: Any
 ) -> None:
-    store = open_s3(s3_url)
+    store = open_s3(s3_url, rollover_segments=1000)
     for n in range(60):
         store.append("s", recs(1, start=n))
     requests = count_requests(store)
@@ -66,12 +79,15 @@ def test_a_warm_turn_is_one_list_and_one_put(
     requests.clear()
     store.append("s", recs(2, start=60))
     assert dict(requests) == {"PutObject": 1}
+    requests.clear()
+    assert store.read("s") == recs(62)
+    assert dict(requests) == {"ListObjectsV2": 1}
 
 
 def test_a_cold_tail_read_fetches_only_the_segments_it_returns(
     s3_url: str, open_s3: Any, count_requests: Any
 ) -> None:
-    writer = open_s3(s3_url)
+    writer = open_s3(s3_url, rollover_segments=1000)
     for n in range(0, 200, 2):
         writer.append("s", recs(2, start=n))
     reader = open_s3(s3_url)
@@ -86,10 +102,10 @@ def test_a_cold_tail_read_fetches_only_the_segments_it_returns(
     assert requests == {"ListObjectsV2": 1, "GetObject": 2}
 
 
-def test_a_cold_append_reads_only_the_last_segment(
+def test_a_cold_append_reads_only_the_newest_segment(
     s3_url: str, open_s3: Any, count_requests: Any
 ) -> None:
-    writer = open_s3(s3_url)
+    writer = open_s3(s3_url, rollover_segments=1000)
     for n in range(0, 40, 2):
         writer.append("s", recs(2, start=n))
     other = open_s3(s3_url)
@@ -111,14 +127,20 @@ def test_full_reads_fetch_in_parallel(s3_url: str, open_s3: Any) -> None:
     assert reader.read("s", 17, 101) == expected[17:101]
 
 
-def test_unknown_session_costs_one_list(s3_url: str, open_s3: Any, count_requests: Any) -> None:
-    store = open_s3(s3_url)
+def test_an_unknown_session_costs_one_list(s3_url: str, open_s3: Any, count_requests: Any) -> None:
+    store = open_s3(s3_url, legacy_check=False)
     requests = count_requests(store)
     assert store.read("nobody", -5) == []
     assert dict(requests) == {"ListObjectsV2": 1}
+    checking = open_s3(s3_url)
+    requests = count_requests(checking)
+    assert checking.read("nobody", -5) == []
+    assert checking.read("nobody", -5) == []
+    # One more LIST, once, for a session of the 0.1 layout (see the migration tests).
+    assert dict(requests) == {"ListObjectsV2": 3}
 
 
-# -- other processes' changes --------------------------------------------------------------
+# -- other handles' changes ----------------------------------------------------------------
 
 
 def test_delete_by_another_handle_is_seen_and_ids_can_be_reused(s3_url: str, open_s3: Any) -> None:
@@ -127,68 +149,71 @@ def test_delete_by_another_handle_is_seen_and_ids_can_be_reused(s3_url: str, ope
     assert one.read("s") == recs(3)
     two.delete("s")
     assert one.read("s") == []
-    # `one` remembers having stored these ids; it must notice they are gone.
+    # `one` has seen the delete: its next append starts the log afresh, same ids or not.
     one.append("s", recs(3))
     assert two.read("s") == recs(3)
     assert one.read("s", -1) == recs(1, start=2)
+    two.delete("s")
+    assert one.read("s", -1) == []
+    one.append("s", [Record("r-0", b"other data")])
+    assert two.read("s") == [Record("r-0", b"other data")]
 
 
-def test_expired_oldest_segments_leave_a_shorter_log(
-    s3_endpoint: Any, s3_url: str, open_s3: Any
-) -> None:
+def test_a_missing_object_is_reported_with_its_position(s3_url: str, open_s3: Any) -> None:
     store = open_s3(s3_url)
     for n in range(0, 10, 2):
         store.append("s", recs(2, start=n))
-    client = s3_endpoint.client()
-    prefix = s3_url.split("?", maxsplit=1)[0].split("/", 3)[3]
-    folder = f"{prefix}/{encode_session('s')}/seg/"
-    for position in (0, 2):  # what a lifecycle expiration rule would do
-        client.delete_object(Bucket=s3_endpoint.bucket, Key=f"{folder}{position:016d}")
+    key = store.layout.segment_key(store.layout.folder("s"), 4)
+    store.bucket.delete([key])
     fresh = open_s3(s3_url)
-    assert fresh.read("s") == recs(6, start=4)
-    assert fresh.read("s", -2) == recs(2, start=8)
-    assert fresh.read("s", 0, 1) == recs(1, start=4)
+    for start, stop in [(0, None), (3, 6), (-7, None), (0, 5)]:
+        with pytest.raises(CorruptRecord) as caught:
+            fresh.read("s", start, stop)
+        assert caught.value.session_id == "s" and caught.value.position == 4
+    # Contained: what comes before reads fine, the tail too, and the session takes appends.
+    assert fresh.read("s", 0, 4) == recs(4)
+    assert fresh.read("s", -4) == recs(4, start=6)
     fresh.append("s", recs(1, start=10))
-    assert open_s3(s3_url).read("s") == recs(7, start=4)
-    # A warm handle keeps serving what it cached (expiry is not erasure) and sees new ends.
-    assert store.read("s", -1) == recs(1, start=10)
+    assert open_s3(s3_url).read("s", -1) == recs(1, start=10)
+    with pytest.raises(CorruptRecord):
+        open_s3(s3_url).read("s")
 
 
-def test_a_missing_middle_segment_is_skipped(s3_endpoint: Any, s3_url: str, open_s3: Any) -> None:
+def test_missing_oldest_objects_are_reported_not_skipped(s3_url: str, open_s3: Any) -> None:
     store = open_s3(s3_url)
     for n in range(0, 10, 2):
         store.append("s", recs(2, start=n))
-    prefix = s3_url.split("?", maxsplit=1)[0].split("/", 3)[3]
-    key = f"{prefix}/{encode_session('s')}/seg/{4:016d}"
-    s3_endpoint.client().delete_object(Bucket=s3_endpoint.bucket, Key=key)
-    # A raced delete and a stale writer leave a segment whose predecessor is gone.
+    folder = store.layout.folder("s")
+    store.bucket.delete([store.layout.segment_key(folder, 0), store.layout.segment_key(folder, 2)])
     fresh = open_s3(s3_url)
-    expected = recs(4) + recs(4, start=6)
-    assert fresh.read("s") == expected
-    assert fresh.read("s", 3, 6) == expected[3:6]
-    assert fresh.read("s", -5) == expected[-5:]
-
-
-def test_a_damaged_object_raises_corrupt_record(
-    s3_endpoint: Any, s3_url: str, open_s3: Any
-) -> None:
-    store = open_s3(s3_url)
-    store.append("s", recs(2))
-    prefix = s3_url.split("?", maxsplit=1)[0].split("/", 3)[3]
-    key = f"{prefix}/{encode_session('s')}/seg/{0:016d}"
-    s3_endpoint.client().put_object(Bucket=s3_endpoint.bucket, Key=key, Body=b"not a segment")
     with pytest.raises(CorruptRecord) as caught:
-        open_s3(s3_url).read("s")
-    assert caught.value.session_id == "s" and caught.value.position == 0
+        fresh.read("s")
+    assert caught.value.position == 0
+    with pytest.raises(CorruptRecord) as caught:
+        fresh.read("s", 1, 3)
+    assert caught.value.position == 1
+    assert fresh.read("s", -6) == recs(6, start=4)
 
 
-def test_foreign_objects_are_ignored(s3_endpoint: Any, s3_url: str, open_s3: Any) -> None:
+def test_a_damaged_object_raises_corrupt_record(s3_url: str, open_s3: Any) -> None:
     store = open_s3(s3_url)
     store.append("s", recs(2))
-    prefix = s3_url.split("?", maxsplit=1)[0].split("/", 3)[3]
-    client = s3_endpoint.client()
-    for key in [f"{encode_session('s')}/notes.txt", "README", "zzzz-not-base32/x", "x/y"]:
-        client.put_object(Bucket=s3_endpoint.bucket, Key=f"{prefix}/{key}", Body=b"hi")
+    store.append("s", recs(2, start=2))
+    key = store.layout.segment_key(store.layout.folder("s"), 2)
+    for body in (b"not a segment", b""):
+        store.bucket.put(key, body)
+        with pytest.raises(CorruptRecord) as caught:
+            open_s3(s3_url).read("s")
+        assert caught.value.session_id == "s" and caught.value.position == 2
+        assert open_s3(s3_url).read("s", 0, 2) == recs(2)
+
+
+def test_foreign_objects_are_ignored(s3_url: str, open_s3: Any) -> None:
+    store = open_s3(s3_url)
+    store.append("s", recs(2))
+    base = store.layout.base
+    for key in [f"{encode_session('s')}/notes.txt", f"{encode_session('s')}/log/x.seg", "README"]:
+        store.bucket.put(base + key, b"hi")
     fresh = open_s3(s3_url)
     assert fresh.read("s") == recs(2)
     assert list(fresh.list_sessions()) == ["s"]
@@ -203,8 +228,8 @@ def test_list_sessions_returns_ids_exactly_in_byte_order(s3_url: str, open_s3: A
     for session in ids:
         store.append(session, recs(1))
     listed = list(open_s3(s3_url).list_sessions())
-    short = sorted((i for i in ids if len(i.encode()) <= 250), key=str.encode)
-    assert [i for i in listed if len(i.encode()) <= 250] == short
+    short = sorted((i for i in ids if len(i.encode()) <= 140), key=str.encode)
+    assert [i for i in listed if len(i.encode()) <= 140] == short
     assert sorted(listed) == sorted(ids)
     assert sorted(store.list_sessions("x" * 300)) == ["x" * 300, "x" * 300 + "é"]
     assert list(store.list_sessions("a")) == ["a", "a b", "a/b"]
@@ -215,7 +240,7 @@ def test_list_sessions_returns_ids_exactly_in_byte_order(s3_url: str, open_s3: A
 
 def test_long_ids_read_and_list_back(s3_url: str, open_s3: Any) -> None:
     store = open_s3(s3_url)
-    long_a, long_b = "é" * 511 + "a", "é" * 511 + "b"  # share their first 250 bytes
+    long_a, long_b = "é" * 511 + "a", "é" * 511 + "b"  # share their first 140 bytes
     store.append(long_a, recs(1, "a"))
     store.append(long_b, recs(1, "b"))
     fresh = open_s3(s3_url)
@@ -226,16 +251,17 @@ def test_long_ids_read_and_list_back(s3_url: str, open_s3: Any) -> None:
     assert list(fresh.list_sessions("é")) == [long_b]
 
 
-def test_delete_removes_every_object(s3_endpoint: Any, s3_url: str, open_s3: Any) -> None:
-    store = open_s3(s3_url)
-    for n in range(5):
+def test_delete_removes_every_object(s3_url: str, open_s3: Any) -> None:
+    store = open_s3(s3_url, rollover_segments=4)
+    for n in range(9):
         store.append("s", recs(1, start=n))
     store.compact("s")
-    store.append("s", recs(1, start=5))
+    store.append("s", recs(1, start=9))
     store.append("k", recs(1))
+    assert any(key.startswith("chunk/") for key, _ in keys_of(store, "s"))
     store.delete("s")
-    assert [key for key, _ in keys_of(s3_endpoint, s3_url)] == [
-        f"{encode_session('k')}/seg/{0:016d}"
+    assert [key for key, _ in keys_of(store)] == [
+        f"{encode_session('k')}/log/{10**16 - 1:016d}.seg"
     ]
     assert store.read("s") == []
     store.append("s", recs(1, "again"))
@@ -263,7 +289,7 @@ def test_url_options_and_aliases() -> None:
 
     options = parse_url(
         "s3://bucket/a/b/?endpoint_url=http://h:9000&region_name=eu-west-1&max_workers=3"
-        "&read_timeout=2.5&addressing_style=path&profile=dev",
+        "&read_timeout=2.5&addressing_style=path&profile=dev&namespace=acme/eu",
         retries=7,
     )
     assert (options.bucket, options.prefix, options.endpoint_url) == (
@@ -273,6 +299,7 @@ def test_url_options_and_aliases() -> None:
     )
     assert (options.region, options.max_workers, options.read_timeout) == ("eu-west-1", 3, 2.5)
     assert (options.addressing_style, options.profile, options.retries) == ("path", "dev", 7)
+    assert options.namespace == "acme/eu"
 
 
 @pytest.mark.parametrize(
@@ -280,34 +307,62 @@ def test_url_options_and_aliases() -> None:
     [
         ("s3://key:secret@bucket/p", "credentials do not belong"),
         ("s3://bucket/p?aws_secret_access_key=secret", "must not appear in the URL"),
+        ("s3://bucket/p?aws_session_token=secret", "must not appear in the URL"),
+        ("s3://bucket/p?endpoint_url=http://user:secret@host:9000", "must not contain"),
+        ("s3://bucket/p?endpoint_url=http://host/?sig=secret", "query"),
         ("s3://bucket/p?colour=blue", "unknown S3 URL option"),
         ("s3://bucket/p?max_workers=many", "must be a number"),
         ("s3://bucket/p?max_workers=0", "at least 1"),
+        ("s3://bucket/p?legacy_check=maybe", "true or false"),
+        ("s3://bucket/p?rollover_segments=1", "rollover_segments"),
         ("s3://bucket/p?addressing_style=sideways", "addressing_style"),
+        ("s3://bucket/p?namespace=a//b", "namespace"),
+        ("s3://bucket/p?namespace=..", "namespace"),
         ("s3:///p", "needs a bucket"),
+        ("s3://bu%2Fcket/p", "needs a bucket"),
+        (f"s3://bucket/{'p' * 481}", "prefix"),
+        (f"s3://bucket/a/{MARKER}/b", "must not have a component"),
     ],
 )
 def test_bad_urls_are_refused_without_echoing_secrets(url: str, message: str) -> None:
     from chatkeep.s3.config import parse_url
 
-    with pytest.raises(ValueError, match=message) as caught:
+    with pytest.raises(InvalidOption, match=message) as caught:
         parse_url(url)
     assert "secret" not in str(caught.value).replace("secret_access_key", "")
+
+
+def test_keyword_options_are_checked_too() -> None:
+    from chatkeep.s3.config import parse_url
+
+    for options, message in [
+        ({"colour": "blue"}, "colour"),
+        ({"max_workers": "8"}, "max_workers must be int"),
+        ({"namespace": 7}, "namespace must be str"),
+        ({"endpoint_url": "https://me:hunter2@host"}, "must not contain"),
+        ({"prefix": "p" * 481}, "prefix"),
+    ]:
+        with pytest.raises(InvalidOption, match=message) as caught:
+            parse_url("s3://bucket", **options)
+        assert "hunter2" not in str(caught.value)
+
+
+def test_percent_escapes_are_decoded_once_in_urls_and_never_in_keywords() -> None:
+    from chatkeep.s3.config import parse_url
+
+    assert parse_url("s3://bucket/a%2Fb").prefix == "a/b"
+    assert parse_url("s3://bucket/a%252Fb").prefix == "a%2Fb"
+    assert parse_url("s3://bucket/x", prefix="a%2Fb").prefix == "a%2Fb"  # the keyword wins
+    assert parse_url("s3://bucket/x?namespace=t%3A1").namespace == "t:1"
+    assert parse_url("s3://bucket/x?namespace=a", namespace="b").namespace == "b"
 
 
 def test_partial_credentials_are_a_clear_error() -> None:
     from chatkeep.s3.store import S3Store
 
-    with pytest.raises(ValueError, match="could not create the S3 client") as caught:
+    with pytest.raises(InvalidOption, match="could not create the S3 client") as caught:
         S3Store("bucket", aws_secret_access_key="half-a-secret")
     assert "half-a-secret" not in str(caught.value)
-
-
-def test_unknown_keyword_option_is_a_type_error() -> None:
-    from chatkeep.s3.config import parse_url
-
-    with pytest.raises(TypeError, match="colour"):
-        parse_url("s3://bucket", colour="blue")
 
 
 def test_missing_bucket_is_reported_with_a_hint_and_no_secret(s3_endpoint: Any) -> None:
@@ -319,6 +374,7 @@ def test_missing_bucket_is_reported_with_a_hint_and_no_secret(s3_endpoint: Any) 
         text = str(caught.value) + repr(store) + repr(store.backend)
         assert "NoSuchBucket" in str(caught.value) and "create the bucket" in str(caught.value)
         assert "s3cr3t-leak" not in text and "AKIDLEAK" not in text
+        assert caught.value.__cause__ is None and caught.value.__suppress_context__
     finally:
         store.close()
 
@@ -328,7 +384,7 @@ def test_a_closed_store_refuses_work(s3_url: str, open_s3: Any) -> None:
     store.append("s", recs(1))
     store.close()
     store.close()
-    with pytest.raises(StoreUnavailable, match="closed"):
+    with pytest.raises(StoreClosed):
         store.read("s")
-    with pytest.raises(StoreUnavailable, match="closed"):
+    with pytest.raises(StoreClosed):
         store.append("s", recs(1))

@@ -11,28 +11,28 @@ Importing this package does not import boto3; :class:`S3Store` loads it on first
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .compaction import CompactionResult
     from .config import S3Options
+    from .contents import CompactionResult
+    from .errors import LegacyLayout
     from .store import S3Store
 
-__all__ = ["CompactionResult", "S3Options", "S3Store"]
+__all__ = ["CompactionResult", "LegacyLayout", "S3Options", "S3Store"]
+
+_WHERE = {
+    "CompactionResult": ".contents",
+    "LegacyLayout": ".errors",
+    "S3Options": ".config",
+    "S3Store": ".store",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy, so plugin discovery (which imports chatkeep.s3.plugin) stays cheap.
-    if name == "S3Store":
-        from .store import S3Store
-
-        return S3Store
-    if name == "S3Options":
-        from .config import S3Options
-
-        return S3Options
-    if name == "CompactionResult":
-        from .compaction import CompactionResult
-
-        return CompactionResult
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # Lazy, so plugin discovery (which imports chatkeep.s3.plugin) never imports boto3.
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(module, __name__), name)

@@ -1,15 +1,13 @@
-"""The few S3 requests the store makes, with their failures sorted into what they mean.
+"""The few S3 requests the store makes, with their outcomes sorted into what they mean.
 
-botocore already retries throttling, 5xx answers and dropped connections (``retries``
-option). What reaches this module is final, and falls in one of these buckets:
+Besides success, a request ends in one of these:
 
-* :class:`Conflict`: a conditional write lost (412 ``PreconditionFailed``, or 409
-  ``ConditionalRequestConflict`` while another conditional write of the key is in flight).
-* :class:`Changed`: a read or guard write conditioned on an ETag found another object.
-* :class:`UnknownOutcome`: a write whose result we never heard (timeout, 5xx, dropped
-  connection); it may or may not have happened.
-* :class:`~chatkeep.core.StoreUnavailable`: anything else (no bucket, access denied, the
-  service unreachable on a read). Messages name the operation and bucket, never credentials.
+* :class:`Conflict`: a conditional create lost (412 ``PreconditionFailed``, or 409
+  ``ConditionalRequestConflict`` while another conditional write of the key is in flight);
+* :class:`Changed`: a read conditioned on an ETag found another version, or none;
+* :class:`UnknownOutcome`: a write whose result never arrived (a timeout, a 5xx after
+  botocore's retries, a dropped connection): it may or may not have happened;
+* a chatkeep error from the driver-error table (:mod:`chatkeep.s3.faults`).
 """
 
 from __future__ import annotations
@@ -19,34 +17,23 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from botocore import exceptions as boto_errors  # type: ignore[import-untyped]
+from botocore import exceptions as boto  # type: ignore[import-untyped]
 
-from chatkeep.core import StoreUnavailable
+from chatkeep.core.backend import InvalidOption, StoreUnavailable
 
+from . import scrubbing
 from .config import S3Options
+from .faults import error_code, faults_for, http_status
 
-__all__ = [
-    "Bucket",
-    "Changed",
-    "Conflict",
-    "Listed",
-    "UnknownOutcome",
-    "make_client",
-]
+__all__ = ["Bucket", "Changed", "Conflict", "Listed", "UnknownOutcome", "make_client"]
 
 _TRANSIENT = (
-    boto_errors.HTTPClientError,
-    boto_errors.ConnectionError,
-    boto_errors.IncompleteReadError,
-    boto_errors.ChecksumError,
+    boto.HTTPClientError,
+    boto.ConnectionError,
+    boto.IncompleteReadError,
+    boto.ChecksumError,
 )
 _UNKNOWN_CODES = frozenset({"RequestTimeout", "InternalError", "ServiceUnavailable", "SlowDown"})
-_HINTS = {
-    "NoSuchBucket": "create the bucket first (or fix the bucket name in the URL)",
-    "AccessDenied": "check the IAM policy (see the chatkeep-s3 README for the actions needed)",
-    "InvalidAccessKeyId": "check the AWS credentials in use",
-    "SignatureDoesNotMatch": "check the AWS secret key and the region",
-}
 
 
 class Conflict(Exception):
@@ -54,7 +41,7 @@ class Conflict(Exception):
 
 
 class Changed(Exception):
-    """An object is not the version an ``If-Match`` asked for (replaced, guarded or gone)."""
+    """An object is not the version an ``If-Match`` asked for (replaced or gone)."""
 
 
 class UnknownOutcome(Exception):
@@ -67,11 +54,14 @@ _sessions_lock = threading.Lock()
 
 def make_client(options: S3Options) -> Any:
     """A boto3 S3 client for ``options`` (or the client given in them)."""
-    if options.client is not None:
-        return options.client
     import boto3  # type: ignore[import-untyped]
     from botocore.config import Config  # type: ignore[import-untyped]
 
+    scrubbing.protect(
+        options.aws_access_key_id, options.aws_secret_access_key, options.aws_session_token
+    )
+    if options.client is not None:
+        return options.client
     config: dict[str, Any] = {
         "retries": {"max_attempts": options.retries, "mode": options.retry_mode},
         "connect_timeout": options.connect_timeout,
@@ -86,19 +76,16 @@ def make_client(options: S3Options) -> Any:
         config["response_checksum_validation"] = options.checksum
     session = options.session
     with _sessions_lock:
-        if session is None:
-            # Sessions are slow to make (they load the service model) and hold no
-            # per-store state: share one per profile. Explicit keys go to the client.
-            session = _sessions.get(options.profile)
-            if session is None:
-                try:
-                    session = boto3.session.Session(profile_name=options.profile)
-                except boto_errors.BotoCoreError as exc:
-                    raise ValueError(f"could not create the S3 client: {exc}") from None
-                _sessions[options.profile] = session
-        # A boto3 session is not thread-safe; the clients it makes are.
         try:
-            return session.client(
+            if session is None:
+                # Sessions are slow to make (they load the service model) and hold no
+                # per-store state: share one per profile. Explicit keys go to the client.
+                session = _sessions.get(options.profile)
+                if session is None:
+                    session = boto3.session.Session(profile_name=options.profile)
+                    _sessions[options.profile] = session
+            # A boto3 session is not thread-safe; the clients it makes are.
+            client = session.client(
                 "s3",
                 endpoint_url=options.endpoint_url,
                 region_name=options.region,
@@ -107,17 +94,13 @@ def make_client(options: S3Options) -> Any:
                 aws_session_token=options.aws_session_token,
                 config=Config(**config),
             )
-        except (boto_errors.BotoCoreError, ValueError) as exc:
+        except (boto.BotoCoreError, ValueError) as exc:
             # botocore's messages here name settings, never their secret values.
-            raise ValueError(f"could not create the S3 client: {exc}") from None
-
-
-def _status(exc: Any) -> int:
-    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-
-
-def _code(exc: Any) -> str:
-    return str(exc.response.get("Error", {}).get("Code") or "")
+            raise InvalidOption(
+                f"could not create the S3 client: {scrubbing.scrub(str(exc))}"
+            ) from None
+    scrubbing.protect()  # loggers of botocore modules imported while making the client
+    return client
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,65 +118,49 @@ class Bucket:
     def __init__(self, client: Any, options: S3Options) -> None:
         self.client = client
         self.name = options.bucket
-        self._where = options.describe()
-
-    def unavailable(self, operation: str, exc: BaseException) -> StoreUnavailable:
-        """A :class:`StoreUnavailable` naming the operation, without credentials."""
-        if isinstance(exc, boto_errors.ClientError):
-            code = _code(exc) or str(_status(exc))
-            hint = _HINTS.get(code, "")
-            detail = f"{code}" + (f"; {hint}" if hint else "")
-        elif isinstance(exc, boto_errors.NoCredentialsError):
-            detail = "no AWS credentials found (environment, profile or role)"
-        else:
-            detail = type(exc).__name__
-        return StoreUnavailable(f"S3 {operation} failed on {self._where}: {detail}")
+        self.where = options.describe()
+        self.faults = faults_for(self.where)
 
     # -- listing ----------------------------------------------------------------------
 
     def list_page(
         self,
         prefix: str,
+        *,
         start_after: str | None = None,
         token: str | None = None,
         max_keys: int = 1000,
     ) -> tuple[list[Listed], str | None]:
-        """One page (up to ``max_keys`` objects) under ``prefix``, and the next page's token."""
+        """One page of objects under ``prefix`` in key order, and the next page's token."""
         kwargs: dict[str, Any] = {"Bucket": self.name, "Prefix": prefix, "MaxKeys": max_keys}
         if start_after:
             kwargs["StartAfter"] = start_after
         if token:
             kwargs["ContinuationToken"] = token
-        try:
+        with self.faults.mapped():
             page = self.client.list_objects_v2(**kwargs)
-        except (boto_errors.ClientError, boto_errors.BotoCoreError) as exc:
-            raise self.unavailable("ListObjectsV2", exc) from exc
         items = [
-            Listed(item["Key"], str(item.get("ETag", "")), int(item.get("Size", 0)))
+            Listed(item["Key"], str(item.get("ETag", "")).strip('"'), int(item.get("Size", 0)))
             for item in page.get("Contents", ())
         ]
         following = page.get("NextContinuationToken")
         return items, (str(following) if page.get("IsTruncated") and following else None)
 
-    def list_objects(
-        self, prefix: str, start_after: str | None = None, token: str | None = None
-    ) -> Iterator[Listed]:
-        """Every object under ``prefix`` after ``start_after`` (or from a continuation
-        ``token``), in key order, one request per 1,000."""
+    def list_objects(self, prefix: str, *, start_after: str | None = None) -> Iterator[Listed]:
+        """Every object under ``prefix`` (after ``start_after``), lazily, a page at a time."""
+        token: str | None = None
         while True:
-            items, token = self.list_page(prefix, start_after, token)
+            items, token = self.list_page(prefix, start_after=start_after, token=token)
             yield from items
             if token is None:
                 return
 
     def list_folders(self, prefix: str) -> Iterator[str]:
-        """The ``/``-delimited common prefixes under ``prefix``, page by page."""
+        """The ``/``-delimited common prefixes under ``prefix``, lazily, page by page."""
         kwargs: dict[str, Any] = {"Bucket": self.name, "Prefix": prefix, "Delimiter": "/"}
         while True:
-            try:
+            with self.faults.mapped():
                 page = self.client.list_objects_v2(**kwargs)
-            except (boto_errors.ClientError, boto_errors.BotoCoreError) as exc:
-                raise self.unavailable("ListObjectsV2", exc) from exc
             for item in page.get("CommonPrefixes", ()):
                 yield item["Prefix"]
             token = page.get("NextContinuationToken")
@@ -212,51 +179,36 @@ class Bucket:
         last: int | None = None,
     ) -> tuple[bytes, str] | None:
         """The object's bytes (``first..last`` inclusive when given) and ETag, or ``None``
-        if there is no such object.
-
-        With ``etag``, raises :class:`Changed` when the key now holds another version.
-        """
+        if there is no such object. With ``etag``, raises :class:`Changed` when the key
+        holds another version or none."""
         kwargs: dict[str, Any] = {"Bucket": self.name, "Key": key}
         if etag:
-            kwargs["IfMatch"] = etag
+            kwargs["IfMatch"] = f'"{etag}"'
         if first is not None:
             kwargs["Range"] = f"bytes={first}-{'' if last is None else last}"
         for attempt in range(3):
-            try:
-                response = self.client.get_object(**kwargs)
-                body: bytes = response["Body"].read()
-                return body, str(response.get("ETag", ""))
-            except boto_errors.ClientError as exc:
-                code, status = _code(exc), _status(exc)
-                if code in ("NoSuchKey", "404") or status == 404:
-                    if etag:
+            with self.faults.mapped():
+                try:
+                    response = self.client.get_object(**kwargs)
+                    body: bytes = response["Body"].read()
+                    return body, str(response.get("ETag", "")).strip('"')
+                except boto.ClientError as exc:
+                    code, status = error_code(exc), http_status(exc)
+                    if code in ("NoSuchKey", "404") or status == 404:
+                        if etag:
+                            raise Changed(key) from None
+                        return None
+                    if status == 412 or code == "PreconditionFailed":
                         raise Changed(key) from None
-                    return None
-                if status == 412 or code == "PreconditionFailed":
-                    raise Changed(key) from None
-                if status >= 500 and attempt < 2:
-                    continue
-                raise self.unavailable("GetObject", exc) from exc
-            except _TRANSIENT as exc:
-                # botocore retries connecting, but not a body cut off while streaming.
-                if attempt < 2:
-                    continue
-                raise self.unavailable("GetObject", exc) from exc
-            except boto_errors.BotoCoreError as exc:
-                raise self.unavailable("GetObject", exc) from exc
+                    if status == 416 or code == "InvalidRange":
+                        return b"", ""
+                    if status < 500 or attempt == 2:
+                        raise
+                except _TRANSIENT:
+                    # botocore retries connecting, not a body cut off while streaming.
+                    if attempt == 2:
+                        raise
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def exists(self, key: str, etag: str) -> bool:
-        """Whether ``key`` still holds the version ``etag``."""
-        try:
-            self.client.head_object(Bucket=self.name, Key=key, IfMatch=etag)
-        except boto_errors.ClientError as exc:
-            if _status(exc) in (404, 412) or _code(exc) in ("NoSuchKey", "404", "412"):
-                return False
-            raise self.unavailable("HeadObject", exc) from exc
-        except boto_errors.BotoCoreError as exc:
-            raise self.unavailable("HeadObject", exc) from exc
-        return True
 
     # -- writes -----------------------------------------------------------------------
 
@@ -266,64 +218,47 @@ class Bucket:
         Raises :class:`Conflict` if another writer has it and :class:`UnknownOutcome` if
         the answer never came.
         """
-        try:
-            response = self.client.put_object(Bucket=self.name, Key=key, Body=body, IfNoneMatch="*")
-        except boto_errors.ClientError as exc:
-            code, status = _code(exc), _status(exc)
-            if status in (409, 412) or code in ("PreconditionFailed", "ConditionalRequestConflict"):
-                raise Conflict(key) from None
-            if status >= 500 or code in _UNKNOWN_CODES:
-                raise UnknownOutcome(code or str(status)) from exc
-            raise self.unavailable("PutObject", exc) from exc
-        except _TRANSIENT as exc:
-            raise UnknownOutcome(type(exc).__name__) from exc
-        except boto_errors.BotoCoreError as exc:
-            raise self.unavailable("PutObject", exc) from exc
-        return str(response.get("ETag", ""))
+        with self.faults.mapped():
+            try:
+                response = self.client.put_object(
+                    Bucket=self.name, Key=key, Body=body, IfNoneMatch="*"
+                )
+            except boto.ClientError as exc:
+                code, status = error_code(exc), http_status(exc)
+                if status in (409, 412) or code in (
+                    "PreconditionFailed",
+                    "ConditionalRequestConflict",
+                ):
+                    raise Conflict(key) from None
+                if status >= 500 or code in _UNKNOWN_CODES:
+                    raise UnknownOutcome(code or str(status)) from None
+                raise
+            except _TRANSIENT as exc:
+                raise UnknownOutcome(type(exc).__name__) from None
+        return str(response.get("ETag", "")).strip('"')
 
     def put(self, key: str, body: bytes) -> None:
         """Write ``key`` unconditionally (only for content that never differs)."""
-        try:
+        with self.faults.mapped():
             self.client.put_object(Bucket=self.name, Key=key, Body=body)
-        except (boto_errors.ClientError, boto_errors.BotoCoreError) as exc:
-            raise self.unavailable("PutObject", exc) from exc
-
-    def replace(self, key: str, body: bytes, etag: str) -> bool:
-        """Overwrite ``key`` only if it still holds ``etag``; whether it did.
-
-        Raises :class:`NotImplementedError` when the store does not support ``If-Match``
-        on writes (callers then leave the object as it is).
-        """
-        try:
-            self.client.put_object(Bucket=self.name, Key=key, Body=body, IfMatch=etag)
-        except boto_errors.ClientError as exc:
-            code, status = _code(exc), _status(exc)
-            if status in (404, 409, 412) or code in (
-                "PreconditionFailed",
-                "ConditionalRequestConflict",
-                "NoSuchKey",
-            ):
-                return False
-            if status == 501 or code == "NotImplemented":
-                raise NotImplementedError("conditional overwrite") from None
-            raise self.unavailable("PutObject", exc) from exc
-        except boto_errors.BotoCoreError as exc:
-            raise self.unavailable("PutObject", exc) from exc
-        return True
 
     def delete(self, keys: Sequence[str]) -> None:
         """Delete ``keys``, 1,000 per ``DeleteObjects`` request (the API's limit)."""
         for offset in range(0, len(keys), 1000):
             batch = [{"Key": key} for key in keys[offset : offset + 1000]]
-            try:
+            with self.faults.mapped():
                 response = self.client.delete_objects(
                     Bucket=self.name, Delete={"Objects": batch, "Quiet": True}
                 )
-            except (boto_errors.ClientError, boto_errors.BotoCoreError) as exc:
-                raise self.unavailable("DeleteObjects", exc) from exc
             errors = response.get("Errors") or []
             if errors:
                 code = errors[0].get("Code", "error")
                 raise StoreUnavailable(
-                    f"S3 DeleteObjects failed for {len(errors)} keys on {self._where}: {code}"
+                    f"S3 DeleteObjects failed for {len(errors)} keys on {self.where}: {code}"
                 )
+
+    def close(self) -> None:
+        """Close the client's HTTP connections."""
+        close = getattr(self.client, "close", None)
+        if close is not None:
+            close()

@@ -48,6 +48,12 @@ class LRUCache(Generic[V]):
                 _, (_, dropped) = self._items.popitem(last=False)
                 self._weight -= dropped
 
+    def discard(self, key: str) -> None:
+        """Forget every version of ``key``."""
+        with self._lock:
+            for item in [item for item in self._items if item[0] == key]:
+                self._weight -= self._items.pop(item)[1]
+
     def clear(self) -> None:
         """Forget everything."""
         with self._lock:

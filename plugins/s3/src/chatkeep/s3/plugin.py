@@ -1,15 +1,30 @@
 """Registers the ``s3`` backend with chatkeep (entry point ``s3`` in group ``chatkeep``).
 
-The store class is named as a ``"module:attribute"`` string, so listing backends does not
-import boto3.
+This module is the one place the backend's capabilities are declared. It imports no
+driver: the store class is named as a ``"module:attribute"`` string, so listing backends
+never imports boto3.
 """
 
 from __future__ import annotations
 
-from chatkeep.core import hookimpl
-from chatkeep.core.hookspecs import RegisterBackend
+from chatkeep.core.backend import (
+    CLOSE,
+    CONDITIONAL,
+    DELETE,
+    DURABLE,
+    LIST_SESSIONS,
+    NAMESPACE,
+    SHARED,
+    RegisterBackend,
+    hookimpl,
+)
 
-__all__ = ["chatkeep_register_backends"]
+__all__ = ["CAPABILITIES", "chatkeep_register_backends"]
+
+#: What the S3 store offers beyond ``append`` and ``read``.
+CAPABILITIES: frozenset[str] = frozenset(
+    {DELETE, LIST_SESSIONS, CLOSE, SHARED, DURABLE, CONDITIONAL, NAMESPACE}
+)
 
 
 @hookimpl
@@ -19,6 +34,6 @@ def chatkeep_register_backends(register: RegisterBackend) -> None:
         "s3",
         "chatkeep.s3.store:S3Store",
         schemes=["s3"],
-        capabilities=["delete", "list_sessions", "close", "shared", "durable"],
+        capabilities=sorted(CAPABILITIES),
         description="Amazon S3 and S3-compatible object stores (boto3); one object per append",
     )
