@@ -19,11 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Known cycles being removed by their owners, each named by the issue that removes it.
 #: Nothing else may be added here.
-ALLOWED: dict[frozenset[str], str] = {
-    # Issue 11: S3's object listing and fetching move out of S3Store into a class of their
-    # own (the S3 owner's floor-plan work); remove this entry when that lands.
-    frozenset({"chatkeep.s3.compaction", "chatkeep.s3.store"}): "issue 11",
-}
+ALLOWED: dict[frozenset[str], str] = {}
 
 
 def distributions() -> dict[str, Path]:
