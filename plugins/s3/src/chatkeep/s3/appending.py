@@ -146,7 +146,9 @@ class Appender:
             folder.folder,
             page=rollover + 3,
             enough=lambda s: bool(s.segments) or bool(s.contents),
+            known=folder.listing,
         )
+        folder.keep_listing(scan)
         newest = scan.segments[0] if scan.segments else None
         toc = scan.contents[0] if scan.contents else None
         if newest is None and toc is None:

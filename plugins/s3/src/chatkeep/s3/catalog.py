@@ -24,6 +24,9 @@ from .layout import Layout
 
 __all__ = ["Catalog", "Entry", "Gone", "Loaded", "Scan"]
 
+#: Keys in the first page of a listing that starts from an earlier one.
+_SHORT_PAGE = 4
+
 
 class Gone(Exception):
     """An object listed a moment ago is no longer there (or changed): list again."""
@@ -54,6 +57,13 @@ class Scan:
     contents: list[Entry] = field(default_factory=list)
     #: Whether the listing has reached the oldest key.
     bottom: bool = False
+    #: Both kinds, in listing order (newest first).
+    order: list[Entry] = field(default_factory=list)
+
+    def add(self, entry: Entry) -> None:
+        """Add the next entry of the listing."""
+        self.order.append(entry)
+        (self.segments if entry.kind == "seg" else self.contents).append(entry)
 
     @property
     def lowest(self) -> int | None:
@@ -115,35 +125,77 @@ class Catalog:
         enough: Callable[[Scan], bool],
         page: int = 40,
         below: int | None = None,
+        known: Scan | None = None,
     ) -> Scan:
         """List ``folder``'s log newest first (from the segment starting at ``below``
-        downwards, if given) until ``enough(scan)`` or the oldest key."""
-        scan = Scan()
+        downwards, if given) until ``enough(scan)`` or the oldest key.
+
+        ``known`` is an earlier listing from the top: if a short first page reaches its
+        newest key, unchanged, what it listed below that is taken as it was (objects of the
+        log are never rewritten), and a warm read lists a few keys instead of a page.
+        """
         prefix = Layout.log_prefix(folder)
+        if known is not None and known.order and below is None and (known.bottom or enough(known)):
+            spliced = self._splice(folder, prefix, known)
+            if spliced is not None and (spliced.bottom or enough(spliced)):
+                return spliced
         start_after = None if below is None else Layout.below(folder, below)
+        return self._list(folder, prefix, Scan(), enough, page, start_after=start_after)
+
+    def _splice(self, folder: str, prefix: str, known: Scan) -> Scan | None:
+        items, token = self.bucket.list_page(prefix, max_keys=_SHORT_PAGE)
+        fresh = [entry for entry in (self._entry(folder, item) for item in items) if entry]
+        newest = known.order[0]
+        for index, entry in enumerate(fresh):
+            if entry.key == newest.key:
+                if entry.etag != newest.etag:
+                    break
+                scan = Scan(bottom=known.bottom)
+                for kept in [*fresh[:index], *known.order]:
+                    scan.add(kept)
+                return scan
+        if token is None:  # the whole log fits the short page
+            scan = Scan(bottom=True)
+            for entry in fresh:
+                scan.add(entry)
+            return scan
+        return None
+
+    def _list(
+        self,
+        folder: str,
+        prefix: str,
+        scan: Scan,
+        enough: Callable[[Scan], bool],
+        page: int,
+        *,
+        start_after: str | None,
+    ) -> Scan:
         token: str | None = None
         while True:
             items, token = self.bucket.list_page(
                 prefix, start_after=start_after, token=token, max_keys=page
             )
             for item in items:
-                parsed = Layout.parse(folder, item.key)
-                if parsed is None:
-                    continue
-                if parsed.kind == "seg":
-                    scan.segments.append(
-                        Entry(item.key, item.etag, item.size, "seg", parsed.start, self._end(item))
-                    )
-                elif parsed.kind == "toc":
-                    scan.contents.append(
-                        Entry(item.key, item.etag, item.size, "toc", 0, parsed.end)
-                    )
+                entry = self._entry(folder, item)
+                if entry is not None:
+                    scan.add(entry)
             if token is None:
                 scan.bottom = True
                 return scan
             if enough(scan):
                 return scan
             page = 1000
+
+    def _entry(self, folder: str, item: Listed) -> Entry | None:
+        parsed = Layout.parse(folder, item.key)
+        if parsed is None:
+            return None
+        if parsed.kind == "seg":
+            return Entry(item.key, item.etag, item.size, "seg", parsed.start, self._end(item))
+        if parsed.kind == "toc":
+            return Entry(item.key, item.etag, item.size, "toc", 0, parsed.end)
+        return None
 
     def _end(self, item: Listed) -> int | None:
         header = self._headers.get(item.key, item.etag)

@@ -14,11 +14,13 @@ import threading
 from dataclasses import dataclass
 
 from . import frames
-from .catalog import Entry, Loaded
+from .catalog import Entry, Loaded, Scan
 from .contents import Contents
 from .recordids import short_hash
 
 __all__ = ["SessionFolder", "Tip"]
+
+_LISTING_LIMIT = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,7 @@ class SessionFolder:
         "folder",
         "known",
         "legacy_checked",
+        "listing",
         "lock",
         "named",
         "seen",
@@ -60,6 +63,8 @@ class SessionFolder:
         self.named = False
         #: Whether the format-1 layout was looked at for this session.
         self.legacy_checked = False
+        #: The last listing from the newest key (a warm read lists only what is newer).
+        self.listing: Scan | None = None
 
     def forget(self) -> None:
         """Drop everything learnt (after a delete, or when the folder looks different)."""
@@ -68,6 +73,11 @@ class SessionFolder:
         self.contents = None
         self.extra = {}
         self.seen = {}
+        self.listing = None
+
+    def keep_listing(self, scan: Scan) -> None:
+        """Remember a listing from the newest key (unless it is very long)."""
+        self.listing = scan if len(scan.order) <= _LISTING_LIMIT else None
 
     @property
     def contents_end(self) -> int:

@@ -40,6 +40,8 @@ class Observed:
     top: Entry | None = None
     top_header: frames.Header | None = None
     contents: tuple[Entry, Contents] | None = None
+    #: The listing, if it started at the newest key.
+    scan: Scan | None = None
 
 
 class Reader:
@@ -59,7 +61,7 @@ class Reader:
             return [], Observed()
         for _ in range(_ATTEMPTS):
             try:
-                return self._read(session_id, folder.folder, start, stop)
+                return self._read(session_id, folder.folder, start, stop, folder.listing)
             except Gone:
                 continue  # an object changed between listing and reading: list again
         raise StoreUnavailable(
@@ -69,11 +71,11 @@ class Reader:
     # -- one attempt ----------------------------------------------------------------------
 
     def _read(
-        self, session_id: str, folder: str, start: int, stop: int | None
+        self, session_id: str, folder: str, start: int, stop: int | None, known: Scan | None
     ) -> tuple[list[Record], Observed]:
         bounded = start >= 0 and stop is not None and stop >= 0
-        scan = self._scan(folder, start, stop if bounded else None)
-        observed = Observed(from_top=not bounded)
+        scan = self._scan(folder, start, stop if bounded else None, known)
+        observed = Observed(from_top=not bounded, scan=None if bounded else scan)
         toc = scan.contents[0] if scan.contents else None
         floor = (toc.end or 0) if toc is not None else 0
         segments = [entry for entry in reversed(scan.segments) if entry.start >= floor]
@@ -113,7 +115,7 @@ class Reader:
             out.extend(self._from_segments(session_id, segments, loaded, max(lo, floor), hi))
         return out, observed
 
-    def _scan(self, folder: str, start: int, stop: int | None) -> Scan:
+    def _scan(self, folder: str, start: int, stop: int | None, known: Scan | None) -> Scan:
         """List newest first (from ``stop`` down, for a slice with both bounds) until the
         listing holds what ``log[start:stop]`` can need."""
         if stop is not None:
@@ -125,7 +127,10 @@ class Reader:
             )
         page = min(1000, max(3 - start, 8) if start < 0 else self.page)
         return self.catalog.scan(
-            folder, page=page, enough=lambda s: _covered(s, _lowest_needed(s, start))
+            folder,
+            page=page,
+            enough=lambda s: _covered(s, _lowest_needed(s, start)),
+            known=known,
         )
 
     def _window(

@@ -2,9 +2,9 @@
 
 At ``DEBUG`` botocore logs every request it sends: the ``Authorization`` header (with the
 access key id), the ``X-Amz-Security-Token`` header (a session token, which is a secret),
-and the canonical request it signs. A filter on those loggers rewrites each record before
-any handler sees it: the values of those headers, and every credential a store was given as
-an option, become ``***``.
+and the canonical request it signs. Every record of those loggers is rewritten as it is
+made, before any filter or handler sees it: the values of those headers, and every
+credential a store was given as an option, become ``***``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from chatkeep.core.backend import redact_text
 
@@ -48,31 +50,29 @@ def scrub(text: str) -> str:
     return redact_text(text)
 
 
-class _ScrubFilter(logging.Filter):
-    """Rewrites a record's message with :func:`scrub` (never drops a record)."""
+_previous_factory: Callable[..., logging.LogRecord] | None = None
 
-    def filter(self, record: logging.LogRecord) -> bool:
+
+def _scrubbing_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    assert _previous_factory is not None
+    record = _previous_factory(*args, **kwargs)
+    if record.name.split(".")[0] in _LOGGER_ROOTS:
         try:
             message = record.getMessage()
         except Exception:  # a malformed record: leave it to logging's own error handling
-            return True
-        cleaned = scrub(message)
-        if cleaned != message or record.args:
-            record.msg, record.args = cleaned, None
-        return True
-
-
-_FILTER = _ScrubFilter()
+            return record
+        record.msg, record.args = scrub(message), None
+    return record
 
 
 def protect(*secrets: str | None) -> None:
-    """Remember ``secrets`` (credential values a store was given) and make sure every
-    botocore, boto3, s3transfer and urllib3 logger that exists now scrubs its records."""
+    """Remember ``secrets`` (credential values a store was given), and make every log
+    record of botocore, boto3, s3transfer and urllib3 scrubbed as it is made (a record
+    factory: it covers loggers created later too, and costs nothing unless those loggers
+    are enabled at the record's level)."""
+    global _previous_factory
     with _lock:
         _secrets.update(secret for secret in secrets if secret and len(secret) >= 4)
-    manager = logging.Logger.manager
-    names = [name for name in list(manager.loggerDict) if name.split(".")[0] in _LOGGER_ROOTS]
-    for name in [*_LOGGER_ROOTS, *names]:
-        logger = logging.getLogger(name)
-        if _FILTER not in logger.filters:
-            logger.addFilter(_FILTER)
+        if _previous_factory is None:
+            _previous_factory = logging.getLogRecordFactory()
+            logging.setLogRecordFactory(_scrubbing_factory)

@@ -154,6 +154,8 @@ class S3Store:
                 return
             if not observed.from_top:
                 return
+            if observed.scan is not None:
+                folder.keep_listing(observed.scan)
             if observed.contents is not None and observed.contents[1].end > folder.contents_end:
                 folder.contents = observed.contents
             tip = tip_of(observed)
