@@ -20,7 +20,7 @@ from chatkeep.core.errors import StoreClosed
 
 from .appending import ANY, Appender
 from .bucket import Bucket, make_client
-from .catalog import Catalog, Entry
+from .catalog import Catalog, Entry, Gone
 from .config import S3Options, make_options, parse_url
 from .contents import CompactionResult, Policy
 from .errors import LegacyLayout
@@ -229,8 +229,15 @@ class S3Store:
             raise InvalidOption("max_chunk_records must be at least 2 and max_chunk_bytes positive")
         folder = self.folder(session_id)
         with folder.lock:
-            self.appender.learn(session_id, folder)
-            return self.rollover.compact(session_id, folder, records, size)
+            for _ in range(5):
+                self.appender.learn(session_id, folder)
+                try:
+                    return self.rollover.compact(session_id, folder, records, size)
+                except Gone:
+                    continue  # an object changed under us: learn the end again
+        raise StoreUnavailable(
+            f"session {session_id!r} kept changing while being compacted; try again"
+        )
 
     # -- delete, list, close --------------------------------------------------------------
 
