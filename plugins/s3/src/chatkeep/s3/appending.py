@@ -17,7 +17,6 @@ others appended, stores nothing new; and a write whose answer was lost is retrie
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from collections.abc import Callable
@@ -42,7 +41,6 @@ from .recordids import id_hashes, short_hash
 
 __all__ = ["ANY", "Appender"]
 
-_log = logging.getLogger(__name__)
 _UNKNOWN_ATTEMPTS = 3
 _LEARN_ATTEMPTS = 5
 
