@@ -159,8 +159,11 @@ class Appender:
             wanted.append((newest, None))
         else:
             newest = None  # the table of contents reaches past every segment listed
-        results = self.catalog.fetch_many(session_id, wanted)
-        table = self._contents(session_id, folder, toc)
+        # The newest segment and the table of contents, in parallel.
+        results, table = self.catalog.together(
+            lambda: self.catalog.fetch_many(session_id, wanted),
+            lambda: self._contents(session_id, folder, toc),
+        )
         tip = None
         if newest is not None:
             got = results[newest.key]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from chatkeep.core.backend import CorruptRecord, Record
 
@@ -23,6 +24,9 @@ from .contents import Contents, ContentsError
 from .layout import Layout
 
 __all__ = ["Catalog", "Entry", "Gone", "Loaded", "Scan"]
+
+A = TypeVar("A")
+B = TypeVar("B")
 
 #: Keys in the first page of a listing that starts from an earlier one.
 _SHORT_PAGE = 4
@@ -327,6 +331,16 @@ class Catalog:
         self._check(session_id, entry, parsed)
         self._headers.put(entry.key, entry.etag, parsed, parsed.count + 1)
         return parsed
+
+    def together(self, first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+        """Run two calls at once (the second on a fetching thread); their results."""
+        future = self._executor().submit(second)
+        try:
+            one = first()
+        except BaseException:
+            wait([future])  # leave nothing running behind an error
+            raise
+        return one, future.result()
 
     def fetch_many(
         self, session_id: str, wanted: Sequence[tuple[Entry, int | None]]
