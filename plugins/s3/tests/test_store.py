@@ -108,7 +108,7 @@ def test_a_cold_append_reads_only_the_newest_segment(
     writer = open_s3(s3_url, rollover_segments=1000)
     for n in range(0, 40, 2):
         writer.append("s", recs(2, start=n))
-    other = open_s3(s3_url)
+    other = open_s3(s3_url, rollover_segments=1000)  # no roll-over due: only the append
     requests = count_requests(other)
     other.append("s", recs(1, start=40))
     assert dict(requests) == {"ListObjectsV2": 1, "GetObject": 1, "PutObject": 1}

@@ -68,7 +68,7 @@ class S3Options:
     max_conflicts: int = 200
     #: A new session rolls over (merges its newest segments into a chunk and writes a
     #: table of contents) every this many appends (at least 2).
-    rollover_segments: int = 32
+    rollover_segments: int = 16
     #: Largest chunk a roll-over writes, in records and in bytes.
     max_chunk_records: int = 10_000
     max_chunk_bytes: int = 8 * 1024 * 1024

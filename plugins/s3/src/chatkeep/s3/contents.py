@@ -39,7 +39,7 @@ class Policy:
     (whatever its own options) computes the same next one."""
 
     #: Segments after the table of contents that trigger the next roll-over.
-    rollover: int = 32
+    rollover: int = 16
     #: Largest chunk, in records and in bytes.
     max_records: int = 10_000
     max_bytes: int = 8 * 1024 * 1024

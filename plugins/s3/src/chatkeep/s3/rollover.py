@@ -1,19 +1,21 @@
 """Roll-over: the work that keeps every session cheap to open, folded into appends.
 
-Every ``rollover_segments`` appends (32 by default), the writer whose append crossed the
-mark also writes, in three more requests:
+Every ``rollover_segments`` appends (16 by default), the writer whose append crossed the
+mark also, in four more requests:
 
-1. the chunks :func:`chatkeep.s3.contents.plan` asks for (``chunk/<start>-<end>``, created
+0. lists those segments (so it copies the log as it is now, never a cached object that was
+   removed behind the store's back);
+1. writes the chunks :func:`chatkeep.s3.contents.plan` asks for (``chunk/<start>-<end>``, created
    with ``If-None-Match: *``; a chunk's content is fixed by its range, so a writer that
    finds one already there uses it);
-2. a table of contents for ``[0, end)`` at ``log/<inverted end>.toc``, also conditional:
-   the end of each roll-over is fixed by the log (the end of the 32nd segment after the
+2. writes a table of contents for ``[0, end)`` at ``log/<inverted end>.toc``, also conditional:
+   the end of each roll-over is fixed by the log (the end of the 16th segment after the
    last table of contents), so two writers racing write the same table and one wins;
-3. one ``DeleteObjects`` of the table and the chunks it replaced.
+3. removes, in one ``DeleteObjects``, the table and the chunks it replaced.
 
 A crash between any two steps leaves the log as readable as before: segments are never
 rewritten or removed, a chunk nobody lists is ignored, and the next roll-over finishes the
-work. The cost is amortised: about 3/32 of a request per append, plus GETs of segments the
+work. The cost is amortised: a quarter of a request per append, plus GETs of segments the
 writer has not cached. :meth:`RollOver.compact` does the same at once up to the end.
 """
 
