@@ -17,7 +17,7 @@ import pytest
 from chatkeep_postgres_support import with_query
 from psycopg import sql
 
-from chatkeep.core import Record, backends, open_store
+from chatkeep.core import Record, RecordConflict, backends, open_store
 from chatkeep.postgres import PostgresStore
 from chatkeep.postgres.plugin import CAPABILITIES
 
@@ -109,9 +109,7 @@ def test_partly_stored_batch_keeps_positions_gap_free(
 ) -> None:
     store.append(sid, [Record("a", b"1"), Record("b", b"2")])
     # "b" and "a" were stored already: only x and y are new, and they must land at 2 and 3.
-    store.append(
-        sid, [Record("x", b"3"), Record("b", b"other"), Record("y", b"4"), Record("a", b"")]
-    )
+    store.append(sid, [Record("x", b"3"), Record("b", b"2"), Record("y", b"4"), Record("a", b"1")])
     assert store.read(sid) == [
         Record("a", b"1"),
         Record("b", b"2"),
@@ -120,7 +118,11 @@ def test_partly_stored_batch_keeps_positions_gap_free(
     ]
     assert assert_gap_free(admin, pg_schema, sid) == 4
     assert store.read(sid, -2) == [Record("x", b"3"), Record("y", b"4")]
-    store.append(sid, [Record("a", b""), Record("b", b"")])  # nothing new at all
+    # The same ids with other data: refused whole, the positions untouched.
+    with pytest.raises(RecordConflict):
+        store.append(sid, [Record("w", b"5"), Record("a", b"")])
+    assert assert_gap_free(admin, pg_schema, sid) == 4
+    store.append(sid, [Record("a", b"1"), Record("b", b"2")])  # nothing new at all
     assert assert_gap_free(admin, pg_schema, sid) == 4
 
 
@@ -523,7 +525,9 @@ def test_async_hooks(pg_store_url: str, admin: Admin, pg_schema: str) -> None:
         store = PostgresStore(pg_store_url)
         try:
             await store.aappend(session_id, batch("a", 3))
-            await store.aappend(session_id, [Record("a1", b"dup"), Record("z", b"z")])
+            await store.aappend(session_id, [Record("a1", b"a1"), Record("z", b"z")])
+            with pytest.raises(RecordConflict):
+                await store.aappend(session_id, [Record("a1", b"dup"), Record("q", b"q")])
             assert [r.id for r in await store.aread(session_id)] == ["a0", "a1", "a2", "z"]
             assert await store.aread(session_id, -2) == [Record("a2", b"a2"), Record("z", b"z")]
             assert await store.aread(session_id, 1, -1) == [

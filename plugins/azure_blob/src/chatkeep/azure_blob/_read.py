@@ -89,7 +89,9 @@ def _read_backward(
 def _learn(log: Log, tail: Tail, records: list[Record], cursor: Cursor | None) -> None:
     """Remember the ids a read came across: the records it returns, and every frame appended
     since the handle last looked (so a retry of one of those is recognised)."""
-    log.seen.learn(tail.incarnation, (record.id for record in records))
+    log.seen.learn(
+        tail.incarnation, ((record.id, fmt.data_digest(record.data)) for record in records)
+    )
     known = cursor is not None and not cursor.absent and cursor.incarnation == tail.incarnation
     same_segment = known and cursor is not None and cursor.segment == tail.segment
     since = cursor.length if same_segment and cursor is not None else 0

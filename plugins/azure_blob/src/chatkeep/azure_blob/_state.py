@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from chatkeep.core import Record
+from chatkeep.core import Record, RecordConflict
 
 from . import frames as fmt
 from .frames import Frame
@@ -125,20 +125,26 @@ class Seen:
         self._capacity = capacity
         self._lock = threading.Lock()
         self.incarnation: str | None = None
-        self._ids: dict[str, None] = {}
+        self._ids: dict[str, bytes] = {}  # record id -> digest of its data
         self._digests: dict[bytes, None] = {}
 
-    def learn(self, incarnation: str, ids: Iterable[str] = (), digest: bytes | None = None) -> None:
-        """Remember ``ids`` (and ``digest``) as stored in life ``incarnation``."""
+    def learn(
+        self,
+        incarnation: str,
+        ids: Iterable[tuple[str, bytes]] = (),
+        digest: bytes | None = None,
+    ) -> None:
+        """Remember ``ids`` (record id, data digest pairs) and the oversized batch ``digest``
+        as stored in life ``incarnation``."""
         with self._lock:
             if incarnation != self.incarnation:
                 self.incarnation = incarnation
                 self._ids.clear()
                 self._digests.clear()
             known = self._ids
-            for record_id in ids:
+            for record_id, data in ids:
                 known.pop(record_id, None)
-                known[record_id] = None
+                known[record_id] = data
             while len(known) > self._capacity:
                 del known[next(iter(known))]
             if digest is not None:
@@ -150,20 +156,32 @@ class Seen:
         """Remember the ids in RECORDS frames and the digests in POINTER frames."""
         for frame in found:
             if frame.kind == fmt.KIND_RECORDS:
-                self.learn(incarnation, fmt.decode_ids(frame.body, frame.records, frame.start))
+                found_ids = fmt.decode_id_digests(frame.body, frame.records, frame.start)
+                self.learn(incarnation, found_ids)
             elif frame.kind == fmt.KIND_POINTER:
                 pointer = fmt.decode_pointer(frame.body, frame.start)
                 self.learn(incarnation, digest=pointer.digest)
 
-    def unseen(self, incarnation: str, records: list[Record]) -> list[Record]:
-        """The records not known to be stored in life ``incarnation``."""
+    def unseen(self, incarnation: str, records: list[Record], session_id: str) -> list[Record]:
+        """The records not known to be stored in life ``incarnation``.
+
+        Raises :class:`~chatkeep.core.RecordConflict` for a record whose id is known with
+        other data (an exact retry is skipped; a reused id would lose one of the two).
+        """
         with self._lock:
             if incarnation != self.incarnation:
                 return records
             if self._digests and fmt.ids_digest(records) in self._digests:
                 return []
             known = self._ids
-            return [record for record in records if record.id not in known]
+            fresh = []
+            for record in records:
+                stored = known.get(record.id)
+                if stored is None:
+                    fresh.append(record)
+                elif stored != fmt.data_digest(record.data):
+                    raise RecordConflict(session_id, record.id)
+            return fresh
 
 
 @dataclass(frozen=True)

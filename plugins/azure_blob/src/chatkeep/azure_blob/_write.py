@@ -268,7 +268,7 @@ def append(
             if cursor is None or cursor.absent:
                 cursor = yield from _writable(log, record_bytes, absent=cursor is not None)
                 verified = 1
-            fresh = log.seen.unseen(cursor.incarnation, records)
+            fresh = log.seen.unseen(cursor.incarnation, records, log.session_id)
             if not fresh:
                 if verified:
                     return cursor
@@ -300,7 +300,11 @@ def append(
             except BlobMissing:
                 cursor, attempt = None, None  # deleted meanwhile: a new life begins
                 continue
-            log.seen.learn(cursor.incarnation, (record.id for record in fresh), digest)
+            log.seen.learn(
+                cursor.incarnation,
+                ((record.id, fmt.data_digest(record.data)) for record in fresh),
+                digest,
+            )
             size = len(frame) // len(fresh) if digest is None else cursor.record_bytes
             return replace(
                 cursor,

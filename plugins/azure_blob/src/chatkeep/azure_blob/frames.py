@@ -42,6 +42,8 @@ __all__ = [
     "FrameError",
     "Pointer",
     "Scan",
+    "data_digest",
+    "decode_id_digests",
     "decode_ids",
     "decode_pointer",
     "decode_records",
@@ -186,6 +188,16 @@ def decode_ids(body: bytes, count: int, offset: int = 0) -> list[str]:
     if position != size or len(ids) != count:
         raise FrameError(offset, "record lengths disagree with the frame")
     return ids
+
+
+def data_digest(data: bytes) -> bytes:
+    """A 16-byte digest of a record's data: what tells an exact retry from a reused id."""
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def decode_id_digests(body: bytes, count: int, offset: int = 0) -> list[tuple[str, bytes]]:
+    """The record ids of a RECORDS body, each with :func:`data_digest` of its data."""
+    return [(record.id, data_digest(record.data)) for record in decode_records(body, count, offset)]
 
 
 def last_total(window: bytes, window_start: int, end: int) -> int | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "Migration", "Names", "Queries"]
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "RECORD_CONFLICT_STATE", "Migration", "Names", "Queries"]
 
 
 @dataclass(frozen=True)
@@ -281,6 +281,48 @@ COMMENT ON VIEW {messages} IS
 """
 
 
+# -- migration 2: an id stored with other data refuses the batch ----------------------------
+
+# The v1 body, plus one check on the rare path: a skipped id whose stored data differs is a
+# conflict (SQLSTATE CK409, the record id in DETAIL), so the whole batch rolls back. The
+# common path (every id new) is unchanged.
+_V2_APPEND = _V1_APPEND.replace(
+    "    v_data    bytea[];\n",
+    "    v_data    bytea[];\n    v_conflict text;\n",
+).replace(
+    "    IF v_added < v_count THEN\n",
+    """    IF v_added < v_count THEN
+        SELECT i.record_id INTO v_conflict
+          FROM unnest(p_ids, p_data) AS i(record_id, data)
+          JOIN {records} AS r
+            ON r.namespace = p_namespace AND r.session_id = p_session_id
+           AND md5(r.record_id) = md5(i.record_id) AND r.record_id = i.record_id
+         WHERE r.seq < v_length AND r.data <> i.data
+         LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION USING ERRCODE = 'CK409', DETAIL = v_conflict,
+                MESSAGE = 'chatkeep: a record id is stored with other data';
+        END IF;
+""",
+)
+assert _V2_APPEND.count("v_conflict") == 3
+
+#: The SQLSTATE the append function raises for a record id stored with other data.
+RECORD_CONFLICT_STATE = "CK409"
+
+_V2_FUNCTIONS = """
+CREATE OR REPLACE FUNCTION {append}(
+    p_namespace text, p_session_id text, p_ids text[], p_data bytea[], p_ttl interval)
+RETURNS integer LANGUAGE plpgsql VOLATILE AS {append_body};
+"""
+
+
+def _v2(names: Names, conn: object) -> list[sql.Composed]:
+    mapping: dict[str, sql.Composable] = {part: names(part) for part in _OBJECTS}
+    mapping["append_body"] = _render_body(_V2_APPEND, names, conn)
+    return [sql.SQL(_V2_FUNCTIONS).format(**mapping)]
+
+
 def _render_body(body: str, names: Names, conn: object) -> sql.Literal:
     """A function body, with its names quoted, as a string literal for ``CREATE FUNCTION``."""
     composed = _statements(body, names, _OBJECTS)
@@ -311,6 +353,7 @@ class Migration:
 #: Every migration in order. Append new ones; never edit one that has shipped.
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, records, messages view, append/delete/purge functions", _v1),
+    Migration(2, "append refuses a record id stored with other data (RecordConflict)", _v2),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

@@ -23,18 +23,25 @@ from psycopg.rows import RowMaker, tuple_row
 from psycopg.types.numeric import Int8
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from chatkeep.core import Record, StoreUnavailable, redact_url
+from chatkeep.core import Record, RecordConflict, StoreUnavailable, redact_url
 
 from .faults import backoff, is_retryable, safe_cause, unavailable
 from .migrate import ensure_schema
 from .options import PostgresOptions, parse_url, password_forms, with_statement_timeout
 from .plugin import CAPABILITIES
-from .schema import Names, Queries
+from .schema import RECORD_CONFLICT_STATE, Names, Queries
 
 __all__ = ["PostgresStore"]
 
 # Errors that mean "the connection or server failed" (as opposed to a bad statement).
 _CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
+
+
+def _conflict(exc: psycopg.Error, params: Sequence[Any] | dict[str, Any]) -> RecordConflict:
+    """The :class:`RecordConflict` for the append function's CK409 error."""
+    assert isinstance(params, tuple)
+    record_id = exc.diag.message_detail or ""
+    return RecordConflict(params[1], record_id)
 
 
 def _record_rows(cursor: Any) -> RowMaker[Record]:
@@ -284,7 +291,11 @@ class PostgresStore:
                     cursor = conn.cursor(binary=True, row_factory=row_factory)
                     cursor.execute(getattr(queries, statement), params)
                     return cursor.fetchall() if cursor.description else []
-            except _CONNECTION_ERRORS as exc:
+            except psycopg.Error as exc:
+                if exc.sqlstate == RECORD_CONFLICT_STATE:
+                    raise _conflict(exc, params) from None
+                if not isinstance(exc, _CONNECTION_ERRORS):
+                    raise
                 failure: BaseException = exc
             if self._closed:
                 self._raise_closed()
@@ -310,7 +321,11 @@ class PostgresStore:
                     cursor = conn.cursor(binary=True, row_factory=row_factory)
                     await cursor.execute(getattr(queries, statement), params)
                     return await cursor.fetchall() if cursor.description else []
-            except _CONNECTION_ERRORS as exc:
+            except psycopg.Error as exc:
+                if exc.sqlstate == RECORD_CONFLICT_STATE:
+                    raise _conflict(exc, params) from None
+                if not isinstance(exc, _CONNECTION_ERRORS):
+                    raise
                 failure: BaseException = exc
             if self._closed:
                 self._raise_closed()

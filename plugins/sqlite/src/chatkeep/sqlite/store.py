@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from chatkeep.core import Record, StoreUnavailable
+from chatkeep.core import Record, RecordConflict, StoreUnavailable
 
 from .errors import InvalidOption, StoreFull
 from .options import MEMORY, SQLiteOptions, parse_options, parse_url
@@ -52,6 +52,7 @@ _DELETE_SESSION = "DELETE FROM chatkeep_sessions WHERE id = ?"
 _INSERT_RECORD = (
     "INSERT OR IGNORE INTO chatkeep_records (id, session, record_id, data) VALUES (?, ?, ?, ?)"
 )
+_SELECT_STORED = "SELECT data FROM chatkeep_records WHERE session = ? AND record_id = ? AND id < ?"
 _DELETE_RECORDS = "DELETE FROM chatkeep_records WHERE id >= ? AND id < ?"
 _SELECT_EXPIRED = "SELECT id FROM chatkeep_sessions WHERE expires_at <= ? LIMIT ?"
 
@@ -518,7 +519,9 @@ def _append(
         [(base + offset, session, record.id, record.data) for offset, record in enumerate(records)],
     ).rowcount
     if inserted != count:
-        # Some ids were stored already (a retried batch): OR IGNORE left holes in seq.
+        # Some ids were stored already (a retried batch): OR IGNORE left holes in seq. An id
+        # stored with other data refuses the whole batch (the transaction rolls back).
+        _check_stored(connection, session_id, session, length, records)
         inserted = _insert_skipping_stored(connection, session, length, records)
     elif row is None:
         return  # the new session row was inserted with its final length
@@ -528,6 +531,25 @@ def _append(
 def _session_range(session: int) -> tuple[int, int]:
     """The rowid range [first, last + 1) that every record of ``session`` falls in."""
     return session << _SEQ_BITS, (session + 1) << _SEQ_BITS
+
+
+def _check_stored(
+    connection: sqlite3.Connection,
+    session_id: str,
+    session: int,
+    length: int,
+    records: list[Record],
+) -> None:
+    """Raise :class:`RecordConflict` if a record's id is stored before ``length`` with other data.
+
+    One lookup per record on the ``(session, record_id)`` unique index: only a batch that
+    met an id already stored (a retry, or a reuse) pays for it.
+    """
+    below = (session << _SEQ_BITS) + length
+    for record in records:
+        row = connection.execute(_SELECT_STORED, (session, record.id, below)).fetchone()
+        if row is not None and bytes(row[0]) != record.data:
+            raise RecordConflict(session_id, record.id)
 
 
 def _insert_skipping_stored(
