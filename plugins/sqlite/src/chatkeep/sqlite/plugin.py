@@ -18,6 +18,8 @@ def chatkeep_register_backends(register: RegisterBackend) -> None:
         "sqlite",
         "chatkeep.sqlite.store:SQLiteStore",
         schemes=["sqlite"],
-        capabilities=["delete", "list_sessions", "close", "ttl", "shared", "durable"],
+        capabilities=[
+            *("delete", "list_sessions", "close", "ttl", "shared", "durable", "conditional")
+        ],
         description="a SQLite file (embedded default): WAL, one transaction per append",
     )

@@ -11,6 +11,7 @@ Each thread gets its own connection (WAL lets readers run beside the one writer)
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 import threading
@@ -20,7 +21,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from chatkeep.core import Record, RecordConflict, StoreUnavailable
+from chatkeep.core import AppendConflict, Record, RecordConflict, StoreUnavailable
 
 from .errors import InvalidOption, StoreFull
 from .options import MEMORY, SQLiteOptions, parse_options, parse_url
@@ -30,7 +31,9 @@ __all__ = ["MAX_RECORDS", "MAX_SESSIONS", "SQLiteStore", "prefix_successor", "re
 
 T = TypeVar("T")
 
-ALL_CAPABILITIES = frozenset({"delete", "list_sessions", "close", "ttl", "shared", "durable"})
+ALL_CAPABILITIES = frozenset(
+    {"delete", "list_sessions", "close", "ttl", "shared", "durable", "conditional"}
+)
 MEMORY_CAPABILITIES = ALL_CAPABILITIES - {"shared", "durable"}
 
 _LIST_PAGE = 500  # session ids fetched per listing query
@@ -53,6 +56,7 @@ _INSERT_RECORD = (
     "INSERT OR IGNORE INTO chatkeep_records (id, session, record_id, data) VALUES (?, ?, ?, ?)"
 )
 _SELECT_STORED = "SELECT data FROM chatkeep_records WHERE session = ? AND record_id = ? AND id < ?"
+_SELECT_RECORD_ID = "SELECT record_id FROM chatkeep_records WHERE id = ?"
 _DELETE_RECORDS = "DELETE FROM chatkeep_records WHERE id >= ? AND id < ?"
 _SELECT_EXPIRED = "SELECT id FROM chatkeep_sessions WHERE expires_at <= ? LIMIT ?"
 
@@ -369,6 +373,15 @@ class SQLiteStore:
         if now >= self._next_purge:
             self._purge_some(now)
 
+    def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        """Append ``records`` only if the session's last record is ``after`` (``None``:
+        empty), in the same ``BEGIN IMMEDIATE`` transaction as the check; otherwise raise
+        :class:`~chatkeep.core.AppendConflict`. An exact retry is a no-op."""
+        now = self._clock()
+        expires_at = None if self._ttl is None else now + self._ttl
+        work = functools.partial(_append_if, after=after)
+        self._write(work, session_id, records, now, expires_at)
+
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """``log[start:stop]`` of the session in one rowid-range query (``[]`` if unknown)."""
         self._check_open()
@@ -528,6 +541,30 @@ def _append(
     connection.execute(_UPDATE_SESSION, (length + inserted, expires_at, session))
 
 
+def _append_if(
+    connection: sqlite3.Connection,
+    session_id: str,
+    records: list[Record],
+    now: float,
+    expires_at: float | None,
+    *,
+    after: str | None,
+) -> None:
+    row = connection.execute(_SELECT_SESSION, (session_id,)).fetchone()
+    last = None
+    if row is not None:
+        session, length, expiry = row
+        if length and (expiry is None or expiry > now):
+            if _check_stored(connection, session_id, session, length, records) == len(records):
+                return  # an exact retry of a call that was stored: a no-op
+            last = connection.execute(
+                _SELECT_RECORD_ID, ((session << _SEQ_BITS) + length - 1,)
+            ).fetchone()[0]
+    if last != after:
+        raise AppendConflict(session_id, after)
+    _append(connection, session_id, records, now, expires_at)
+
+
 def _session_range(session: int) -> tuple[int, int]:
     """The rowid range [first, last + 1) that every record of ``session`` falls in."""
     return session << _SEQ_BITS, (session + 1) << _SEQ_BITS
@@ -539,17 +576,22 @@ def _check_stored(
     session: int,
     length: int,
     records: list[Record],
-) -> None:
-    """Raise :class:`RecordConflict` if a record's id is stored before ``length`` with other data.
+) -> int:
+    """How many of ``records`` are stored before ``length``; raise :class:`RecordConflict`
+    if one's id is stored there with other data.
 
     One lookup per record on the ``(session, record_id)`` unique index: only a batch that
-    met an id already stored (a retry, or a reuse) pays for it.
+    met an id already stored (a retry, or a reuse) pays for it in a plain append.
     """
     below = (session << _SEQ_BITS) + length
+    stored = 0
     for record in records:
         row = connection.execute(_SELECT_STORED, (session, record.id, below)).fetchone()
-        if row is not None and bytes(row[0]) != record.data:
-            raise RecordConflict(session_id, record.id)
+        if row is not None:
+            if bytes(row[0]) != record.data:
+                raise RecordConflict(session_id, record.id)
+            stored += 1
+    return stored
 
 
 def _insert_skipping_stored(
