@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -75,11 +76,19 @@ def run_writers(
     during: Callable[[threading.Event], None] | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 900,
+    hold: bool = False,
 ) -> Outcome:
     """Start ``workload.processes`` writer processes on ``url``; call ``during(finished)``
     in a thread while they run (to restart servers, cut connections; ``finished`` is set
     once every writer has exited); then read the session back and check it against what
-    the writers were told."""
+    the writers were told. With ``hold``, the writers keep appending until ``during`` has
+    returned (so every fault it injects lands while they run)."""
+    until = workdir / "writers-may-stop"
+    env = {**(env if env is not None else os.environ)}
+    if hold and during is not None:
+        env["CHATKEEP_WRITER_UNTIL"] = str(until)
+    else:
+        env.pop("CHATKEEP_WRITER_UNTIL", None)
     journals = [workdir / f"writer-{n}.jsonl" for n in range(workload.processes)]
     processes = [
         subprocess.Popen(
@@ -108,6 +117,8 @@ def run_writers(
             during(finished)
         except BaseException as error:  # reported after the writers are done
             failures.append(error)
+        finally:
+            until.touch()
 
     disturber = threading.Thread(target=disturb, daemon=True)
     if during is not None:

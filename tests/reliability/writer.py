@@ -8,11 +8,15 @@ one of chatkeep's). A failed append is retried with the same batch, as an applic
 would, until it is acknowledged or ``attempts`` run out (``gave_up``).
 
     python writer.py URL SESSION WRITER THREADS BATCHES SIZE RESEND OUT [ATTEMPTS]
+
+With ``CHATKEEP_WRITER_UNTIL=PATH`` set, each thread goes on past ``BATCHES`` until ``PATH``
+exists, so a test's faults always land while the writers are running.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import threading
@@ -66,10 +70,13 @@ def main() -> None:
 
     def run(thread: int) -> None:
         rng = random.Random(f"{writer}-{thread}")
-        for number in range(int(batches)):
+        until = os.environ.get("CHATKEEP_WRITER_UNTIL")
+        number = 0
+        while number < int(batches) or (until and not os.path.exists(until)):
             records = batch_of(int(writer), thread, number, int(size))
             if append(records, "ack", thread, number) and rng.random() < float(resend):
                 append(records, "resend", thread, number)  # an exact retry: must store nothing
+            number += 1
 
     workers = [threading.Thread(target=run, args=(n,)) for n in range(int(threads))]
     for worker in workers:
