@@ -155,7 +155,9 @@ def test_open_store_absolute_url_and_by_name(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("only_sqlite_plugin")
 def test_open_store_memory_declares_fewer_capabilities() -> None:
     with open_store("sqlite://:memory:") as store:
-        assert store.capabilities == frozenset({"delete", "list_sessions", "close", "ttl", "conditional"})
+        assert store.capabilities == frozenset(
+            {"delete", "list_sessions", "close", "ttl", "conditional"}
+        )
         store.append("s", [Record("a", b"x")])
         assert store.read("s") == [Record("a", b"x")]
 
