@@ -24,7 +24,15 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "RECORD_CONFLICT_STATE", "Migration", "Names", "Queries"]
+__all__ = [
+    "APPEND_CONFLICT_STATE",
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "RECORD_CONFLICT_STATE",
+    "Migration",
+    "Names",
+    "Queries",
+]
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,7 @@ _OBJECTS = (
     "records",
     "messages",
     "append",
+    "append_if",
     "delete_session",
     "purge_expired",
     "jsonb_or_null",
@@ -323,6 +332,72 @@ def _v2(names: Names, conn: object) -> list[sql.Composed]:
     return [sql.SQL(_V2_FUNCTIONS).format(**mapping)]
 
 
+# -- migration 3: conditional appends ----------------------------------------------------
+
+_V3_APPEND_IF = """
+DECLARE
+    v_length  bigint;
+    v_expires timestamptz;
+    v_last    text;
+BEGIN
+    -- Lock the session row (created empty if missing, rolled back with a refusal), so the
+    -- check and the append are one step: a racing writer waits here, then sees this append.
+    INSERT INTO {sessions} AS s (namespace, session_id, length, expires_at)
+    VALUES (p_namespace, p_session_id, 0, now() + p_ttl)
+    ON CONFLICT DO NOTHING;
+    SELECT s.length, s.expires_at INTO v_length, v_expires
+      FROM {sessions} AS s
+     WHERE s.namespace = p_namespace AND s.session_id = p_session_id
+       FOR UPDATE;
+    IF v_expires <= now() THEN
+        v_length := 0;  -- expired: the session starts over
+    END IF;
+    IF v_length > 0 THEN
+        -- Every id stored already: an exact retry of a call that landed, a no-op whatever
+        -- the condition (the append raises CK409 if one of them holds other data).
+        IF NOT EXISTS (
+            SELECT 1 FROM unnest(p_ids) AS i(record_id)
+             WHERE NOT EXISTS (
+                 SELECT 1 FROM {records} AS r
+                  WHERE r.namespace = p_namespace AND r.session_id = p_session_id
+                    AND md5(r.record_id) = md5(i.record_id) AND r.record_id = i.record_id
+                    AND r.seq < v_length))
+        THEN
+            RETURN {append}(p_namespace, p_session_id, p_ids, p_data, p_ttl);
+        END IF;
+        SELECT r.record_id INTO v_last
+          FROM {records} AS r
+         WHERE r.namespace = p_namespace AND r.session_id = p_session_id
+           AND r.seq = v_length - 1;
+    END IF;
+    IF v_last IS DISTINCT FROM p_after THEN
+        RAISE EXCEPTION USING ERRCODE = 'CK412',
+            MESSAGE = 'chatkeep: the session no longer ends at the expected record';
+    END IF;
+    RETURN {append}(p_namespace, p_session_id, p_ids, p_data, p_ttl);
+END
+"""
+
+#: The SQLSTATE the conditional append raises when the log changed (AppendConflict).
+APPEND_CONFLICT_STATE = "CK412"
+
+_V3_FUNCTIONS = """
+CREATE FUNCTION {append_if}(
+    p_namespace text, p_session_id text, p_ids text[], p_data bytea[], p_ttl interval,
+    p_after text)
+RETURNS integer LANGUAGE plpgsql VOLATILE AS {append_if_body};
+
+COMMENT ON FUNCTION {append_if}(text, text, text[], bytea[], interval, text) IS
+    'chatkeep: append only if the session ends at record p_after (NULL: empty)';
+"""
+
+
+def _v3(names: Names, conn: object) -> list[sql.Composed]:
+    mapping: dict[str, sql.Composable] = {part: names(part) for part in _OBJECTS}
+    mapping["append_if_body"] = _render_body(_V3_APPEND_IF, names, conn)
+    return [sql.SQL(_V3_FUNCTIONS).format(**mapping)]
+
+
 def _render_body(body: str, names: Names, conn: object) -> sql.Literal:
     """A function body, with its names quoted, as a string literal for ``CREATE FUNCTION``."""
     composed = _statements(body, names, _OBJECTS)
@@ -354,6 +429,7 @@ class Migration:
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions, records, messages view, append/delete/purge functions", _v1),
     Migration(2, "append refuses a record id stored with other data (RecordConflict)", _v2),
+    Migration(3, "append_if: conditional appends (AppendConflict)", _v3),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 
@@ -398,6 +474,7 @@ class Queries:
     """The statements of one (schema, prefix), rendered once to text for psycopg's caches."""
 
     append: bytes
+    append_if: bytes
     read: bytes
     delete: bytes
     purge: bytes
@@ -417,6 +494,11 @@ class Queries:
                 sql.SQL("SELECT {}(%s, %s, %s::text[], %s::bytea[], %s::interval)").format(
                     names("append")
                 )
+            ),
+            append_if=text(
+                sql.SQL(
+                    "SELECT {}(%s, %s, %s::text[], %s::bytea[], %s::interval, %s::text)"
+                ).format(names("append_if"))
             ),
             read=text(_statements(_READ, names, _OBJECTS)),
             delete=text(sql.SQL("SELECT {}(%s, %s)").format(names("delete_session"))),

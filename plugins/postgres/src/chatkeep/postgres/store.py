@@ -23,13 +23,13 @@ from psycopg.rows import RowMaker, tuple_row
 from psycopg.types.numeric import Int8
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from chatkeep.core import Record, RecordConflict, StoreUnavailable, redact_url
+from chatkeep.core import AppendConflict, Record, RecordConflict, StoreUnavailable, redact_url
 
 from .faults import backoff, is_retryable, safe_cause, unavailable
 from .migrate import ensure_schema
 from .options import PostgresOptions, parse_url, password_forms, with_statement_timeout
 from .plugin import CAPABILITIES
-from .schema import RECORD_CONFLICT_STATE, Names, Queries
+from .schema import APPEND_CONFLICT_STATE, RECORD_CONFLICT_STATE, Names, Queries
 
 __all__ = ["PostgresStore"]
 
@@ -37,11 +37,17 @@ __all__ = ["PostgresStore"]
 _CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
 
 
-def _conflict(exc: psycopg.Error, params: Sequence[Any] | dict[str, Any]) -> RecordConflict:
-    """The :class:`RecordConflict` for the append function's CK409 error."""
-    assert isinstance(params, tuple)
-    record_id = exc.diag.message_detail or ""
-    return RecordConflict(params[1], record_id)
+def _conflict(
+    exc: psycopg.Error, params: Sequence[Any] | dict[str, Any]
+) -> RecordConflict | AppendConflict | None:
+    """The typed error for the append functions' own SQLSTATEs (CK409, CK412), if it is one."""
+    if exc.sqlstate == RECORD_CONFLICT_STATE:
+        assert isinstance(params, tuple)
+        return RecordConflict(params[1], exc.diag.message_detail or "")
+    if exc.sqlstate == APPEND_CONFLICT_STATE:
+        assert isinstance(params, tuple)
+        return AppendConflict(params[1], params[5])
+    return None
 
 
 def _record_rows(cursor: Any) -> RowMaker[Record]:
@@ -292,8 +298,9 @@ class PostgresStore:
                     cursor.execute(getattr(queries, statement), params)
                     return cursor.fetchall() if cursor.description else []
             except psycopg.Error as exc:
-                if exc.sqlstate == RECORD_CONFLICT_STATE:
-                    raise _conflict(exc, params) from None
+                conflict = _conflict(exc, params)
+                if conflict is not None:
+                    raise conflict from None
                 if not isinstance(exc, _CONNECTION_ERRORS):
                     raise
                 failure: BaseException = exc
@@ -322,8 +329,9 @@ class PostgresStore:
                     await cursor.execute(getattr(queries, statement), params)
                     return await cursor.fetchall() if cursor.description else []
             except psycopg.Error as exc:
-                if exc.sqlstate == RECORD_CONFLICT_STATE:
-                    raise _conflict(exc, params) from None
+                conflict = _conflict(exc, params)
+                if conflict is not None:
+                    raise conflict from None
                 if not isinstance(exc, _CONNECTION_ERRORS):
                     raise
                 failure: BaseException = exc
@@ -366,6 +374,12 @@ class PostgresStore:
     def append(self, session_id: str, records: list[Record]) -> None:
         """Append ``records`` atomically, skipping ids the session already has."""
         self._run("append", "append", self._append_params(session_id, records))
+
+    def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        """Append only if the session still ends at record ``after`` (``None``: empty); else
+        raise :class:`~chatkeep.core.AppendConflict`. One round trip: the function locks the
+        session row, checks and appends in one transaction."""
+        self._run("append", "append_if", (*self._append_params(session_id, records), after))
 
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """The records of ``log[start:stop]``, in order ([] for an unknown session)."""
@@ -427,6 +441,10 @@ class PostgresStore:
     async def aappend(self, session_id: str, records: list[Record]) -> None:
         """Async :meth:`append`."""
         await self._arun("append", "append", self._append_params(session_id, records))
+
+    async def aappend_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        """Async :meth:`append_if`."""
+        await self._arun("append", "append_if", (*self._append_params(session_id, records), after))
 
     async def aread(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """Async :meth:`read`."""
