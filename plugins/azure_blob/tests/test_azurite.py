@@ -11,7 +11,7 @@ import pytest
 
 from chatkeep.azure_blob import AzureBlobAccessDenied, AzureBlobConfigError
 from chatkeep.azure_blob.names import encode_session_id
-from chatkeep.core import Record, Store, StoreUnavailable, open_store
+from chatkeep.core import AppendConflict, Record, Store, StoreUnavailable, open_store
 
 pytestmark = pytest.mark.usefixtures("blob_service")
 
@@ -287,3 +287,55 @@ def test_async_use_then_close_releases_connections(open_azure: Callable[..., Sto
     after = len(os.listdir("/proc/self/fd")), threading.active_count()
     assert after[0] - before[0] <= 2, "closing left sockets open"
     assert after[1] <= before[1], "closing left the store's event loop thread running"
+
+
+def test_conditional_appends_across_rolls(
+    open_azure: Callable[..., Store], blob_service: Any
+) -> None:
+    """append_if finds the last record wherever it is: after ROLL frames, at the start of
+    a new segment, in a fresh handle."""
+    store = open_azure(prefix="cond-roll", segment_blocks=4)
+    last: str | None = None
+    log: list[Record] = []
+    for n in range(11):
+        batch = records(f"c{n}", n % 2 + 1)
+        store.append_if("s", batch, after=last)
+        log += batch
+        last = batch[-1].id
+        for stale in (None, log[-2].id if len(log) > 1 else "nowhere"):
+            with pytest.raises(AppendConflict):
+                store.append_if("s", records(f"late{n}"), after=stale)
+    assert len(container_names(blob_service, "cond-roll/s/")) >= 3
+    cold = open_azure(prefix="cond-roll", segment_blocks=4)
+    with pytest.raises(AppendConflict) as error:
+        cold.append_if("s", records("x"), after="c0-0")
+    assert error.value.expected == "c0-0"
+    cold.append_if("s", records("x"), after=last)
+    assert cold.read("s") == [*log, *records("x")]
+    cold.append_if("s", records("x"), after="anything")  # an exact retry: a no-op
+    assert store.read("s") == [*log, *records("x")]
+
+
+def test_conditional_append_after_an_oversized_batch(open_azure: Callable[..., Store]) -> None:
+    store = open_azure(prefix="cond-big")
+    big = [Record(f"big{n}", bytes([n]) * (1024 * 1024)) for n in range(5)]  # 5 MiB
+    store.append_if("s", big, after=None)
+    cold = open_azure(prefix="cond-big")
+    with pytest.raises(AppendConflict):
+        cold.append_if("s", records("a"), after="big0")
+    cold.append_if("s", records("a"), after="big4")
+    assert [r.id for r in store.read("s", -3)] == ["big4", "a-0", "a-1"]
+
+
+def test_refused_conditional_append_creates_nothing(
+    open_azure: Callable[..., Store], blob_service: Any
+) -> None:
+    store = open_azure(prefix="cond-none")
+    with pytest.raises(AppendConflict):
+        store.append_if("s", records("a"), after="m1")
+    assert container_names(blob_service, "cond-none/") == []
+    assert list(store.list_sessions()) == []
+    store.append_if("s", records("a"), after=None)
+    with pytest.raises(AppendConflict):
+        store.append_if("s", records("b"), after=None)
+    assert store.read("s") == records("a")

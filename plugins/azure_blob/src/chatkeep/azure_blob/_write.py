@@ -24,11 +24,12 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import replace
 
-from chatkeep.core import Record
+from chatkeep.core import AppendConflict, Record
 
 from . import frames as fmt
 from ._locate import Tail, last_frame, load_tail, locate
 from ._operations import (
+    Appended,
     BlobExists,
     BlobMissing,
     ConditionFailed,
@@ -61,7 +62,7 @@ from ._state import (
 )
 from .names import segment_number
 
-__all__ = ["append", "delete"]
+__all__ = ["append", "append_if", "delete"]
 
 _ROLL_FRAME_SIZE = fmt.FRAME_OVERHEAD + 4
 
@@ -243,6 +244,32 @@ def _frame_for(
     return fmt.encode_frame(fmt.KIND_POINTER, pointer, count, cursor.total + count), digest
 
 
+def _appended(
+    log: Log,
+    cursor: Cursor,
+    *,
+    frame: bytes,
+    fresh: list[Record],
+    digest: bytes | None,
+    appended: Appended,
+) -> Cursor:
+    """Remember ``fresh`` as stored and return the cursor after the frame just appended."""
+    log.seen.learn(
+        cursor.incarnation,
+        ((record.id, fmt.data_digest(record.data)) for record in fresh),
+        digest,
+    )
+    size = len(frame) // len(fresh) if digest is None else cursor.record_bytes
+    return replace(
+        cursor,
+        length=cursor.length + len(frame),
+        total=cursor.total + len(fresh),
+        blocks=appended.blocks,
+        etag=appended.etag,
+        record_bytes=max(1, (cursor.record_bytes * 3 + size) // 4),
+    )
+
+
 def append(
     log: Log,
     cursor: Cursor | None,
@@ -300,19 +327,113 @@ def append(
             except BlobMissing:
                 cursor, attempt = None, None  # deleted meanwhile: a new life begins
                 continue
-            log.seen.learn(
-                cursor.incarnation,
-                ((record.id, fmt.data_digest(record.data)) for record in fresh),
-                digest,
+            return _appended(
+                log, cursor, frame=frame, fresh=fresh, digest=digest, appended=appended
             )
-            size = len(frame) // len(fresh) if digest is None else cursor.record_bytes
-            return replace(
-                cursor,
-                length=cursor.length + len(frame),
-                total=cursor.total + len(fresh),
-                blocks=appended.blocks,
-                etag=appended.etag,
-                record_bytes=max(1, (cursor.record_bytes * 3 + size) // 4),
+    except OutcomeUnknown as unknown:
+        raise Unsettled(cursor, attempt) from unknown
+
+
+def _last_id(log: Log, tail: Tail, record_bytes: int) -> Step[str | None]:
+    """The id of the session's last record at ``tail`` (``None``: the session is empty)."""
+    if tail.total == 0:
+        return None
+    frame = tail.last
+    if frame is not None and frame.kind == fmt.KIND_RECORDS and frame.records:
+        return fmt.decode_ids(frame.body, frame.records, frame.start)[-1]
+    # An oversized batch, or a segment that starts empty after a ROLL: the read path knows.
+    from ._read import read  # a function-level import: _read does not need _write
+
+    records, _ = yield from read(log, tail.cursor(record_bytes), -1, None)
+    return records[-1].id if records else None
+
+
+def _checked_end(
+    log: Log, records: list[Record], after: str | None, record_bytes: int
+) -> Step[tuple[Cursor | None, bool]]:
+    """The session's end if its last record is ``after``: ``(cursor, False)`` to write at,
+    ``(cursor, True)`` when every record is stored already, ``(None, False)`` to look again;
+    raises :class:`~chatkeep.core.AppendConflict` otherwise."""
+    tail = yield from locate(log, None, log.limits.probe)
+    if tail is None:
+        if after is not None:
+            raise AppendConflict(log.session_id, after)
+        return (yield from _new_session(log, record_bytes)), False
+    log.seen.learn_frames(tail.incarnation, tail.frames())
+    if not log.seen.unseen(tail.incarnation, records, log.session_id):
+        return tail.cursor(record_bytes), True
+    if (yield from _last_id(log, tail, record_bytes)) != after:
+        raise AppendConflict(log.session_id, after)
+    if tail.rolled:
+        yield from _follow_roll(log, tail)
+        return None, False  # the same records, now ending in the next segment
+    return tail.cursor(record_bytes), False
+
+
+def append_if(
+    log: Log,
+    cursor: Cursor | None,
+    records: list[Record],
+    after: str | None,
+    attempts: Iterable[tuple[int, int, int]] = (),
+) -> Step[Cursor]:
+    """Append ``records`` as one frame only if the session's last record is ``after``
+    (``None``: empty); otherwise raise :class:`~chatkeep.core.AppendConflict`.
+
+    The check reads the session's end; the write is conditioned on exactly that end (its
+    length and version), so if anything lands in between, the write fails and the log is
+    read again: our own earlier try is recognised by its ids, a metadata-only change is
+    retried, anything else is a conflict. Records already stored (an exact retry) succeed
+    as a no-op whatever the condition.
+    """
+    attempt: tuple[int, int, int] | None = None
+    try:
+        yield from _check_attempts(log, attempts)
+        deadline = time.monotonic() + log.limits.contention_timeout
+        record_bytes = cursor.record_bytes if cursor is not None else DEFAULT_RECORD_BYTES
+        uploaded: dict[bytes, str] = {}
+        while True:
+            if time.monotonic() > deadline:
+                raise Contended
+            end, done = yield from _checked_end(log, records, after, record_bytes)
+            if done:
+                assert end is not None
+                return end  # an exact retry of a call that landed
+            if end is None:
+                continue  # created or rolled by another writer meanwhile: look again
+            cursor = end
+            fresh = log.seen.unseen(cursor.incarnation, records, log.session_id)
+            frame, digest = yield from _frame_for(log, cursor, fresh, uploaded)
+            if _needs_roll(cursor, len(frame), log):
+                attempt = (cursor.segment, cursor.length, _ROLL_FRAME_SIZE)
+                yield from _roll(log, cursor)
+                attempt = None
+                continue
+            attempt = (cursor.segment, cursor.length, len(frame))
+            try:
+                appended = yield from append_block(
+                    log.segment(cursor.segment), frame, cursor.length, cursor.etag
+                )
+            except ConditionFailed:
+                # Something changed since the check: if it was only metadata, or our own
+                # earlier try of this request, the next round sees it; else it conflicts.
+                attempt = None
+                refreshed = yield from _refresh(log, cursor, len(frame))
+                if not log.seen.unseen(refreshed.incarnation, records, log.session_id):
+                    return refreshed
+                if refreshed.incarnation == cursor.incarnation and (
+                    refreshed.total == cursor.total and refreshed.segment == cursor.segment
+                ):
+                    continue
+                raise AppendConflict(log.session_id, after) from None
+            except SegmentFull:
+                attempt = None
+                continue
+            except BlobMissing:
+                attempt = None
+                continue  # deleted meanwhile: look again (an empty session, or none)
+            return _appended(
+                log, cursor, frame=frame, fresh=fresh, digest=digest, appended=appended
             )
     except OutcomeUnknown as unknown:
         raise Unsettled(cursor, attempt) from unknown

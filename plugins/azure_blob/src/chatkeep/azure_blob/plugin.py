@@ -19,6 +19,6 @@ def chatkeep_register_backends(register: RegisterBackend) -> None:
         "azure-blob",
         "chatkeep.azure_blob.store:AzureBlobStore",
         schemes=["azblob"],
-        capabilities=["delete", "list_sessions", "close", "shared", "durable"],
+        capabilities=["delete", "list_sessions", "close", "shared", "durable", "conditional"],
         description="Azure Blob Storage append blobs (azblob://container/prefix)",
     )

@@ -73,7 +73,7 @@ class AzureBlobStore:
     """
 
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {"delete", "list_sessions", "close", "shared", "durable"}
+        {"delete", "list_sessions", "close", "shared", "durable", "conditional"}
     )
 
     def __init__(self, container: str, prefix: str = "", **options: Any) -> None:
@@ -234,6 +234,35 @@ class AzureBlobStore:
             cursor = await self._arun(
                 _write.append(
                     self._log(session_id), self._cache.cursor(session_id), records, attempts
+                )
+            )
+        self._cache.remember(session_id, cursor)
+        self._cache.settled(session_id, attempts)
+
+    def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        """Append only if the session's last record is ``after`` (``None``: empty), else
+        raise :class:`~chatkeep.core.AppendConflict`: a ranged read of the end, then one
+        Append Block conditioned on exactly that end."""
+        attempts = self._cache.attempts(session_id)
+        with self._errors(session_id, "append"):
+            cursor = self._run(
+                _write.append_if(
+                    self._log(session_id), self._cache.cursor(session_id), records, after, attempts
+                )
+            )
+        self._cache.remember(session_id, cursor)
+        self._cache.settled(session_id, attempts)
+
+    async def aappend_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        """Async :meth:`append_if`."""
+        if not self._settings.async_available:
+            await asyncio.to_thread(self.append_if, session_id, records, after)
+            return
+        attempts = self._cache.attempts(session_id)
+        with self._errors(session_id, "append"):
+            cursor = await self._arun(
+                _write.append_if(
+                    self._log(session_id), self._cache.cursor(session_id), records, after, attempts
                 )
             )
         self._cache.remember(session_id, cursor)
