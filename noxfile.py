@@ -224,3 +224,10 @@ def scale(session: nox.Session) -> None:
     """
     _install(session)
     session.run("python", str(ROOT / "benchmarks" / "scale.py"), *session.posargs)
+
+
+@nox.session  # not tagged ci: a measurement, not a test
+def startup(session: nox.Session) -> None:
+    """The CLI's cold-process cost on SQLite, and its slowest imports (issue 15)."""
+    _install(session)
+    session.run("python", str(ROOT / "benchmarks" / "startup.py"), *session.posargs)

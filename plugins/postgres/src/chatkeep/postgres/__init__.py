@@ -7,12 +7,21 @@
     store.read("session-1", start=-50)
 
 See README.md for URL forms, options, the table layout and operations advice.
+
+Importing this package (as plugin discovery does) does not import psycopg: the names below
+load their modules on first use.
 """
 
-from .migrate import SchemaNotReady, migration_script
-from .options import PostgresOptions
-from .schema import LATEST_VERSION
-from .store import PostgresStore
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .migrate import SchemaNotReady, migration_script
+    from .options import PostgresOptions
+    from .schema import LATEST_VERSION
+    from .store import PostgresStore
 
 __all__ = [
     "LATEST_VERSION",
@@ -21,3 +30,22 @@ __all__ = [
     "SchemaNotReady",
     "migration_script",
 ]
+
+_HOMES = {
+    "LATEST_VERSION": ".schema",
+    "PostgresOptions": ".options",
+    "PostgresStore": ".store",
+    "SchemaNotReady": ".migrate",
+    "migration_script": ".migrate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home, __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
