@@ -1,7 +1,7 @@
 """SQLite: chatkeep on a file vs hand-written ``sqlite3`` vs the peers.
 
 Every variant has a file of its own in the run's temporary folder, with the same settings
-chatkeep uses by default (WAL, ``synchronous=NORMAL``), so no variant's checkpoints or
+chatkeep uses by default (WAL, ``synchronous=FULL``), so no variant's checkpoints or
 locks land on another's turns.
 """
 
@@ -84,7 +84,7 @@ class RawSQLite(Variant):
                 self._path, isolation_level=None, check_same_thread=False, timeout=30
             )
             connection.execute("PRAGMA journal_mode = wal")
-            connection.execute("PRAGMA synchronous = normal")
+            connection.execute("PRAGMA synchronous = full")
             self._local.connection = connection
             with self._lock:
                 self._connections.append(connection)
@@ -238,6 +238,6 @@ def setup(context: Context) -> BackendRun:
         variants += adapter_rows(lambda tag: f"sqlite:///{folder / f'adapter_{tag}.db'}")
     return BackendRun(
         "sqlite",
-        "one file per variant in a temporary folder (WAL, synchronous=NORMAL)",
+        "one file per variant in a temporary folder (WAL, synchronous=FULL)",
         variants,
     )

@@ -67,7 +67,7 @@ def test_errors_never_echo_a_password() -> None:
 def test_option_defaults() -> None:
     assert parse_options({}) == (SQLiteOptions(), None)
     assert SQLiteOptions() == SQLiteOptions(
-        ttl=None, timeout=5.0, synchronous="normal", journal_mode="wal"
+        ttl=None, timeout=5.0, synchronous="full", journal_mode="wal"
     )
 
 

@@ -44,10 +44,10 @@ def test_reopening_is_idempotent(db_path: Path, raw: sqlite3.Connection) -> None
     assert raw.execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall() == schema
 
 
-def test_file_is_in_wal_mode_with_normal_sync(store: SQLiteStore, raw: sqlite3.Connection) -> None:
+def test_file_is_in_wal_mode_with_full_sync(store: SQLiteStore, raw: sqlite3.Connection) -> None:
     assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     connection = store._handle().connection
-    assert connection.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    assert connection.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL: survives power loss
     assert connection.execute("PRAGMA secure_delete").fetchone() == (1,)
     assert connection.isolation_level is None
 

@@ -45,7 +45,7 @@ class SQLiteOptions:
 
     ttl: float | None = None
     timeout: float = 5.0
-    synchronous: str = "normal"
+    synchronous: str = "full"
     journal_mode: str = "wal"
 
 
@@ -114,7 +114,7 @@ def parse_options(raw: Mapping[str, object]) -> tuple[SQLiteOptions, Callable[[]
     options = SQLiteOptions(
         ttl=_ttl(raw.get("ttl")),
         timeout=_seconds("timeout", raw.get("timeout", 5.0), allow_zero=True),
-        synchronous=_choice("synchronous", raw.get("synchronous", "normal"), _SYNCHRONOUS),
+        synchronous=_choice("synchronous", raw.get("synchronous", "full"), _SYNCHRONOUS),
         journal_mode=_choice("journal_mode", raw.get("journal_mode", "wal"), _JOURNAL_MODES),
     )
     return options, clock

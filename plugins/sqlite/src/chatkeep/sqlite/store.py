@@ -163,7 +163,7 @@ class SQLiteStore:
     Normally opened through ``chatkeep.core.open_store("sqlite:///chats.db")``. Options:
     ``ttl`` (seconds or timedelta of inactivity before a session expires; refreshed by every
     append), ``timeout`` (seconds to wait for another writer's lock, default 5),
-    ``synchronous`` (default ``normal``) and ``journal_mode`` (default ``wal``). ``clock``
+    ``synchronous`` (default ``full``) and ``journal_mode`` (default ``wal``). ``clock``
     replaces :func:`time.time` for tests.
 
     Thread-safe, and safe for many processes on one file. ``":memory:"`` opens a private
@@ -178,7 +178,7 @@ class SQLiteStore:
         *,
         ttl: float | timedelta | str | None = None,
         timeout: float | str = 5.0,
-        synchronous: str = "normal",
+        synchronous: str = "full",
         journal_mode: str = "wal",
         clock: Callable[[], float] | None = None,
     ) -> None:
