@@ -142,7 +142,7 @@ def test_every_read_is_one_indexed_range(populated: sqlite3.Connection, name: st
     plan = _plan(populated, sql, ("s1", 0.0, *bounds))
     assert len(plan) == 2, plan
     assert plan[0].startswith("SEARCH s USING INDEX sqlite_autoindex_chatkeep_sessions_1")
-    assert plan[1] == "SEARCH r USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"
+    assert plan[1] == "SEARCH r USING INTEGER PRIMARY KEY (rowid>? AND rowid<?) LEFT-JOIN"
     assert not any("SCAN" in step or "TEMP B-TREE" in step for step in plan), plan
 
 

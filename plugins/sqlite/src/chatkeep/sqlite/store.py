@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from chatkeep.core import AppendConflict, Record, RecordConflict, StoreUnavailable
+from chatkeep.core import AppendConflict, CorruptRecord, Record, RecordConflict, StoreUnavailable
 
 from .errors import InvalidOption, StoreFull
 from .options import MEMORY, SQLiteOptions, parse_options, parse_url
@@ -65,15 +65,21 @@ _SELECT_EXPIRED = "SELECT id FROM chatkeep_sessions WHERE expires_at <= ? LIMIT 
 # of the records table, already in order - no scan, no sort, whatever the statistics say.
 # Both bounds stay inside the session's own range [session << 32, session << 32 | length).
 # "s.expires_at > ?" takes the current time: expired sessions read as empty everywhere.
+# Each row also carries its position (r.id - (s.id << 32)) and the session's length, so a
+# read can tell a missing record (damage) from a short log: positions must be contiguous.
+# LEFT JOIN keeps the join order (session row first) and returns the session row even when
+# the range holds no record, so "empty" and "all missing" are told apart in one snapshot.
 _READ = (
-    "SELECT r.record_id, r.data FROM chatkeep_sessions AS s CROSS JOIN chatkeep_records AS r "
-    "WHERE s.session_id = ? AND (s.expires_at IS NULL OR s.expires_at > ?) "
-    "AND r.id >= (s.id << 32) + {lower} AND r.id < (s.id << 32) + {upper} ORDER BY r.id"
+    "SELECT r.record_id, r.data, r.id - (s.id << 32), s.length "
+    "FROM chatkeep_sessions AS s LEFT JOIN chatkeep_records AS r "
+    "ON r.id >= (s.id << 32) + {lower} AND r.id < (s.id << 32) + {upper} "
+    "WHERE s.session_id = ?1 AND (s.expires_at IS NULL OR s.expires_at > ?2) ORDER BY r.id"
 )
+# Numbered parameters: ?1 session id, ?2 now, ?3 start, ?4 stop (when given).
 # Lower bound: from the start (?), or from the end (length + ?, at least 0).
-_LOWER_BOUNDS = ("?", "max(s.length + ?, 0)")
+_LOWER_BOUNDS = ("?3", "max(s.length + ?3, 0)")
 # Upper bound: the end (length), from the start (?), or from the end (length + ?).
-_UPPER_BOUNDS = ("s.length", "?", "s.length + ?")
+_UPPER_BOUNDS = ("s.length", "?4", "s.length + ?4")
 # Indexed [lower kind][upper kind].
 _READ_SQL = tuple(
     tuple(_READ.format(lower=lower, upper=upper) for upper in _UPPER_BOUNDS)
@@ -389,14 +395,61 @@ class SQLiteStore:
             return []  # empty whatever the length: skip the round trip
         sql, bounds = read_statement(start, stop)
         handle = self._handle()
+        now = self._clock()
         with handle.lock:
             try:
-                rows = handle.connection.execute(sql, (session_id, self._clock(), *bounds))
-                return [Record(record_id, data) for record_id, data in rows]
+                rows = handle.connection.execute(sql, (session_id, now, *bounds)).fetchall()
             except sqlite3.Error as exc:
                 if _is_unavailability(exc):
                     raise self._unavailable(exc) from exc
                 raise
+        if not rows:
+            return []  # no such (live) session
+        wanted = range(rows[0][3])[start:stop]
+        if rows[0][0] is None:
+            if not wanted:
+                return []
+            rows = []
+        elif len(rows) == len(wanted) and rows[0][2] == wanted.start:
+            return [Record(row[0], row[1]) for row in rows]
+        present = {row[2] for row in rows}
+        position = next(seq for seq in wanted if seq not in present)
+        raise CorruptRecord(
+            session_id, position, "the record is missing from the file (a gap in the log)"
+        )
+
+    # -- test hooks (chatkeep.testing.hooks; nothing in chatkeep calls them) -----------
+
+    def chatkeep_durability(self) -> str:
+        """What an acknowledged append survives with this handle's settings."""
+        if self.path == MEMORY:
+            return "nothing"
+        return "power" if self.options.synchronous in ("full", "extra") else "process"
+
+    def chatkeep_damage(self, session_id: str, position: int, kind: str) -> None:
+        """Damage the record at ``position`` behind the store's back, as another program
+        writing to the file could: ``"garbage"`` (other bytes), ``"truncated"`` (cut
+        short) or ``"missing"`` (its row deleted)."""
+        statements = {
+            "garbage": "UPDATE chatkeep_records SET data = X'fe000102' WHERE id = ?",
+            "truncated": (
+                "UPDATE chatkeep_records SET data = substr(data, 1, max(length(data) - 3, 1)) "
+                "WHERE id = ?"
+            ),
+            "missing": "DELETE FROM chatkeep_records WHERE id = ?",
+        }
+        if kind not in statements:
+            raise NotImplementedError(kind)
+
+        def damage(connection: sqlite3.Connection) -> None:
+            row = connection.execute(_SELECT_SESSION_ID, (session_id,)).fetchone()
+            if row is None:
+                raise IndexError(f"session {session_id!r} does not exist")
+            cursor = connection.execute(statements[kind], ((row[0] << _SEQ_BITS) + position,))
+            if cursor.rowcount != 1:
+                raise IndexError(f"session {session_id!r} has no record at {position}")
+
+        self._write(damage)
 
     # -- optional capabilities -------------------------------------------------------------
 
