@@ -290,6 +290,11 @@ class AzureBlobStore:
 
     # -- optional capabilities --------------------------------------------------------
 
+    def chatkeep_durability(self) -> str:
+        """``"power"`` (a test hook of ``chatkeep.testing``): the service acknowledges an
+        Append Block once the account's replication has stored it."""
+        return "power"
+
     def delete(self, session_id: str) -> None:
         """Delete every blob of the session (segments and oversized batches)."""
         self._cache.forget(session_id)

@@ -401,6 +401,18 @@ class PostgresStore:
                 return
             after = rows[-1][0]
 
+    def chatkeep_durability(self) -> str:
+        """What an acknowledged append survives (a test hook of ``chatkeep.testing``):
+        ``"power"`` when the server syncs its WAL at commit (``fsync`` and
+        ``synchronous_commit`` on, PostgreSQL's defaults), else ``"server"`` at best."""
+        pool, _ = self._sync_pool()
+        with pool.connection() as conn:
+            fsync = conn.execute("SHOW fsync").fetchone()
+            commit = conn.execute("SHOW synchronous_commit").fetchone()
+        synced = fsync is not None and fsync[0] == "on"
+        committed = commit is not None and commit[0] in ("on", "remote_write", "remote_apply")
+        return "power" if synced and committed else "server"
+
     def purge_expired(self, *, all_namespaces: bool = False, batch_size: int = 1000) -> int:
         """Delete expired sessions (of this namespace, or all) and return how many.
 
