@@ -156,7 +156,7 @@ def test_open_store_absolute_url_and_by_name(tmp_path: Path) -> None:
 def test_open_store_memory_declares_fewer_capabilities() -> None:
     with open_store("sqlite://:memory:") as store:
         assert store.capabilities == frozenset(
-            {"delete", "list_sessions", "close", "ttl", "conditional"}
+            {"delete", "list_sessions", "close", "ttl", "conditional", "namespace"}
         )
         store.append("s", [Record("a", b"x")])
         assert store.read("s") == [Record("a", b"x")]
@@ -180,3 +180,18 @@ def test_discovery_does_not_import_the_store() -> None:
         "assert 'sqlite_utils' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_namespace_option_from_url_and_keyword(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'tenants.db'}"
+    with open_store(url + "?namespace=acme") as acme, open_store(url, namespace="acme/eu") as eu:
+        acme.append("s", [Record("a", b"acme")])
+        eu.append("s", [Record("a", b"eu")])
+        assert acme.read("s") == [Record("a", b"acme")]
+        assert eu.read("s") == [Record("a", b"eu")]
+        assert "namespace='acme'" in repr(acme.backend)
+    with open_store(url + "?namespace=acme", namespace="acme/eu") as overridden:
+        assert overridden.read("s") == [Record("a", b"eu")]  # the keyword wins
+    for bad in ("", "a//b", "caf\u00e9", "a\x00b"):
+        with pytest.raises(InvalidOption, match="namespace"):
+            open_store(url, namespace=bad)

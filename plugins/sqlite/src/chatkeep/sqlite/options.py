@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import parse_qsl, unquote
 
+from chatkeep.core import InvalidOption as CoreInvalidOption
 from chatkeep.core import redact_url
+from chatkeep.core.backend import check_namespace
 
 from .errors import InvalidOption
 
@@ -30,7 +32,7 @@ MEMORY = ":memory:"
 _URL_FORMS = "sqlite:///relative/path.db, sqlite:////absolute/path.db or sqlite://:memory:"
 _SYNCHRONOUS = ("off", "normal", "full", "extra")
 _JOURNAL_MODES = ("wal", "delete", "truncate", "persist")
-_KNOWN = ("ttl", "timeout", "synchronous", "journal_mode", "clock")
+_KNOWN = ("ttl", "timeout", "synchronous", "journal_mode", "clock", "namespace")
 
 
 @dataclass(frozen=True)
@@ -41,12 +43,15 @@ class SQLiteOptions:
     ``timeout``: seconds to wait for another connection's write lock before giving up.
     ``synchronous``: SQLite's ``PRAGMA synchronous`` for every connection.
     ``journal_mode``: the file's journal mode (``wal`` unless the filesystem cannot do it).
+    ``namespace``: the tenant this handle sees (``None``: the default namespace); one file
+    can hold many, each invisible to the others (rules: :func:`chatkeep.core.check_namespace`).
     """
 
     ttl: float | None = None
     timeout: float = 5.0
     synchronous: str = "full"
     journal_mode: str = "wal"
+    namespace: str | None = None
 
 
 def parse_url(url: str) -> tuple[str, dict[str, str]]:
@@ -116,8 +121,18 @@ def parse_options(raw: Mapping[str, object]) -> tuple[SQLiteOptions, Callable[[]
         timeout=_seconds("timeout", raw.get("timeout", 5.0), allow_zero=True),
         synchronous=_choice("synchronous", raw.get("synchronous", "full"), _SYNCHRONOUS),
         journal_mode=_choice("journal_mode", raw.get("journal_mode", "wal"), _JOURNAL_MODES),
+        namespace=_namespace(raw.get("namespace")),
     )
     return options, clock
+
+
+def _namespace(value: object) -> str | None:
+    if value is None:
+        return None
+    try:
+        return check_namespace(value)
+    except CoreInvalidOption as exc:
+        raise InvalidOption(f"SQLite option {exc}") from None
 
 
 def _ttl(value: object) -> float | None:

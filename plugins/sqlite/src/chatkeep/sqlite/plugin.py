@@ -19,7 +19,8 @@ def chatkeep_register_backends(register: RegisterBackend) -> None:
         "chatkeep.sqlite.store:SQLiteStore",
         schemes=["sqlite"],
         capabilities=[
-            *("delete", "list_sessions", "close", "ttl", "shared", "durable", "conditional")
+            *("delete", "list_sessions", "close", "ttl", "shared", "durable", "conditional"),
+            "namespace",
         ],
         description="a SQLite file (embedded default): WAL, one transaction per append",
     )

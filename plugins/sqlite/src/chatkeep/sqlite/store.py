@@ -32,7 +32,7 @@ __all__ = ["MAX_RECORDS", "MAX_SESSIONS", "SQLiteStore", "prefix_successor", "re
 T = TypeVar("T")
 
 ALL_CAPABILITIES = frozenset(
-    {"delete", "list_sessions", "close", "ttl", "shared", "durable", "conditional"}
+    {"delete", "list_sessions", "close", "ttl", "shared", "durable", "conditional", "namespace"}
 )
 MEMORY_CAPABILITIES = ALL_CAPABILITIES - {"shared", "durable"}
 
@@ -187,6 +187,7 @@ class SQLiteStore:
         synchronous: str = "full",
         journal_mode: str = "wal",
         clock: Callable[[], float] | None = None,
+        namespace: str | None = None,
     ) -> None:
         database = os.fspath(path)
         if not isinstance(database, str) or not database or "\x00" in database:
@@ -199,8 +200,14 @@ class SQLiteStore:
                 "synchronous": synchronous,
                 "journal_mode": journal_mode,
                 "clock": clock,
+                "namespace": namespace,
             }
         )
+        self.namespace = self.options.namespace
+        # A namespaced session is stored under "<namespace>\0<session id>": session ids and
+        # namespaces never contain NUL, so tenants (nested and prefix-of ones included) and
+        # the default namespace are disjoint key ranges of the one sessions table.
+        self._tenant = "" if self.namespace is None else self.namespace + "\x00"
         self.path = database
         self.in_memory = database == MEMORY
         if self.in_memory:
@@ -244,7 +251,8 @@ class SQLiteStore:
     def __repr__(self) -> str:
         ttl = f" ttl={self._ttl:g}s" if self._ttl is not None else ""
         state = " closed" if self._closed else ""
-        return f"<SQLiteStore {self.path!r}{ttl}{state}>"
+        tenant = f" namespace={self.namespace!r}" if self.namespace is not None else ""
+        return f"<SQLiteStore {self.path!r}{tenant}{ttl}{state}>"
 
     # -- connections ---------------------------------------------------------------------
 
@@ -369,13 +377,16 @@ class SQLiteStore:
         except sqlite3.Error:
             self._discard(handle)
 
+    def _key(self, session_id: str) -> str:
+        return self._tenant + session_id
+
     # -- the two hooks -------------------------------------------------------------------
 
     def append(self, session_id: str, records: list[Record]) -> None:
         """Append ``records`` in one transaction; ids already in the session are skipped."""
         now = self._clock()
         expires_at = None if self._ttl is None else now + self._ttl
-        self._write(_append, session_id, records, now, expires_at)
+        self._write(_append, self._key(session_id), records, now, expires_at)
         if now >= self._next_purge:
             self._purge_some(now)
 
@@ -386,7 +397,7 @@ class SQLiteStore:
         now = self._clock()
         expires_at = None if self._ttl is None else now + self._ttl
         work = functools.partial(_append_if, after=after)
-        self._write(work, session_id, records, now, expires_at)
+        self._write(work, self._key(session_id), records, now, expires_at)
 
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """``log[start:stop]`` of the session in one rowid-range query (``[]`` if unknown)."""
@@ -398,7 +409,8 @@ class SQLiteStore:
         now = self._clock()
         with handle.lock:
             try:
-                rows = handle.connection.execute(sql, (session_id, now, *bounds)).fetchall()
+                key = self._key(session_id)
+                rows = handle.connection.execute(sql, (key, now, *bounds)).fetchall()
             except sqlite3.Error as exc:
                 if _is_unavailability(exc):
                     raise self._unavailable(exc) from exc
@@ -442,7 +454,7 @@ class SQLiteStore:
             raise NotImplementedError(kind)
 
         def damage(connection: sqlite3.Connection) -> None:
-            row = connection.execute(_SELECT_SESSION_ID, (session_id,)).fetchone()
+            row = connection.execute(_SELECT_SESSION_ID, (self._key(session_id),)).fetchone()
             if row is None:
                 raise IndexError(f"session {session_id!r} does not exist")
             cursor = connection.execute(statements[kind], ((row[0] << _SEQ_BITS) + position,))
@@ -455,7 +467,7 @@ class SQLiteStore:
 
     def delete(self, session_id: str) -> None:
         """Erase the session and all its records (no-op for an unknown session)."""
-        self._write(_delete, session_id)
+        self._write(_delete, self._key(session_id))
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
         """Yield live session ids in code-point order, lazily, ``_LIST_PAGE`` per query.
@@ -464,18 +476,21 @@ class SQLiteStore:
         case-sensitively. Each page is its own query, so no read transaction stays open
         between items and the iterator may be resumed from any thread.
         """
-        lower = prefix or ""
-        upper = None
+        tenant = self._tenant
+        lower = tenant + (prefix or "")
+        upper = prefix_successor(lower) if lower else None
         if prefix:
             try:
                 prefix.encode("utf-8")
             except UnicodeEncodeError:
                 return  # a lone surrogate: no valid session id starts with it
-            upper = prefix_successor(prefix)
         inclusive = True
         while True:
             page = self._list_page(lower, inclusive, upper)
-            yield from page
+            if tenant:
+                yield from (key[len(tenant) :] for key in page)
+            else:  # the default namespace: skip other tenants' keys (they hold a NUL)
+                yield from (key for key in page if "\x00" not in key)
             if len(page) < _LIST_PAGE:
                 return
             lower, inclusive = page[-1], False
@@ -578,7 +593,7 @@ def _append(
             connection.execute(_DELETE_RECORDS, _session_range(session))
             length = 0
     if length + count > MAX_RECORDS:
-        raise StoreFull(f"session {session_id!r} would exceed {MAX_RECORDS:,} records")
+        raise StoreFull(f"session {_label(session_id)!r} would exceed {MAX_RECORDS:,} records")
     base = (session << _SEQ_BITS) + length
     inserted = connection.executemany(
         _INSERT_RECORD,
@@ -614,8 +629,13 @@ def _append_if(
                 _SELECT_RECORD_ID, ((session << _SEQ_BITS) + length - 1,)
             ).fetchone()[0]
     if last != after:
-        raise AppendConflict(session_id, after)
+        raise AppendConflict(_label(session_id), after)
     _append(connection, session_id, records, now, expires_at)
+
+
+def _label(key: str) -> str:
+    """The session id a stored key names (its namespace part, if any, dropped)."""
+    return key.rpartition("\x00")[2]
 
 
 def _session_range(session: int) -> tuple[int, int]:
@@ -642,7 +662,7 @@ def _check_stored(
         row = connection.execute(_SELECT_STORED, (session, record.id, below)).fetchone()
         if row is not None:
             if bytes(row[0]) != record.data:
-                raise RecordConflict(session_id, record.id)
+                raise RecordConflict(_label(session_id), record.id)
             stored += 1
     return stored
 
