@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from chatkeep.core import InvalidOption, redact_url
+from chatkeep.core.backend import check_namespace
 
 __all__ = [
     "MAX_NAMESPACE_LENGTH",
@@ -46,11 +47,14 @@ class PostgresOptions:
 
     ``schema`` / ``table_prefix``: where the tables live (``chatkeep.records`` by default).
     ``namespace``: a tenant key stored in every row; stores with different namespaces share
-    tables but never see each other's sessions. ``ttl``: seconds of inactivity (no append)
-    after which a session expires; ``None`` keeps sessions forever. ``pool_min_size`` /
-    ``pool_max_size`` / ``pool_timeout``: connection pool bounds and how long to wait for a
-    connection. ``statement_timeout``: seconds, enforced by the server; ``None`` keeps the
-    server's setting. ``connect_timeout``: seconds per connection attempt (libpq's option).
+    tables but never see each other's sessions (``None``: the default namespace, stored as
+    ``''``; others follow :func:`chatkeep.core.check_namespace`).
+    ``ttl``: seconds of inactivity (no append) after which a session expires; ``None``
+    keeps sessions forever.
+    ``pool_min_size`` / ``pool_max_size`` / ``pool_timeout``: connection pool bounds and
+    how long to wait for a connection.
+    ``statement_timeout``: seconds, enforced by the server; ``None`` keeps the server's
+    setting. ``connect_timeout``: seconds per connection attempt (libpq's option).
     ``retries``: extra attempts after a connection-level failure before ``StoreUnavailable``.
     ``migrate``: apply pending schema migrations on first use (else require them applied).
     ``list_page_size``: sessions fetched per round trip by ``list_sessions``.
@@ -61,7 +65,7 @@ class PostgresOptions:
 
     schema: str = "chatkeep"
     table_prefix: str = ""
-    namespace: str = ""
+    namespace: str | None = None
     ttl: float | None = None
     pool_min_size: int = 1
     pool_max_size: int = 10
@@ -77,12 +81,8 @@ class PostgresOptions:
     def __post_init__(self) -> None:
         check_identifier(self.schema, "schema")
         check_identifier(self.table_prefix, "table_prefix")
-        if not isinstance(self.namespace, str) or len(self.namespace) > MAX_NAMESPACE_LENGTH:
-            raise InvalidOption(
-                f"namespace must be a str of at most {MAX_NAMESPACE_LENGTH} characters"
-            )
-        if "\x00" in self.namespace:
-            raise InvalidOption("namespace must not contain NUL")
+        if self.namespace is not None:  # None: the default namespace (stored as "")
+            check_namespace(self.namespace)
         if self.ttl is not None and not (self.ttl > 0 and math.isfinite(self.ttl)):
             raise InvalidOption(f"ttl must be a positive number of seconds or None, not {self.ttl}")
         if self.pool_min_size < 0 or self.pool_max_size < max(self.pool_min_size, 1):
@@ -181,6 +181,8 @@ def _check_types(options: Mapping[str, Any]) -> None:
                 raise InvalidOption(f"option {name} must be a number, not {type(value).__name__}")
         elif name == "migrate" and not isinstance(value, bool):
             raise InvalidOption("option migrate must be a bool")
+        elif name == "namespace" and value is None:
+            continue
         elif name in ("schema", "table_prefix", "namespace", "application_name") and not (
             isinstance(value, str)
         ):

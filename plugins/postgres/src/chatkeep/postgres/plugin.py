@@ -12,7 +12,10 @@ from chatkeep.core.hookspecs import RegisterBackend
 __all__ = ["CAPABILITIES", "chatkeep_register_backends"]
 
 #: What the backend offers; mirrored by ``PostgresStore.capabilities`` (a test checks both).
-CAPABILITIES = ("delete", "list_sessions", "close", "ttl", "shared", "durable", "conditional")
+CAPABILITIES = (
+    *("delete", "list_sessions", "close", "ttl", "shared", "durable", "conditional"),
+    "namespace",
+)
 
 
 @hookimpl

@@ -100,7 +100,7 @@ class PostgresStore:
         password = str(params.get("password") or "")
         self._secrets: tuple[str, ...] = tuple({*password_forms(url), password} - {""})
         self._names = Names(settings.schema, settings.table_prefix)
-        self._namespace = settings.namespace
+        self._namespace = settings.namespace or ""
         self._ttl = None if settings.ttl is None else timedelta(seconds=settings.ttl)
         self._lock = threading.Lock()
         self._queries: Queries | None = None
