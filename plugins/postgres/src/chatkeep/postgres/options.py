@@ -37,6 +37,9 @@ MAX_NAMESPACE_LENGTH = 128
 
 _SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _PREFIX = re.compile(r"^(?:[a-z_][a-z0-9_]{0,31})?$")
+#: Schemas the server owns besides every ``pg_*`` one (which PostgreSQL reserves): chatkeep
+#: never creates tables there.
+_RESERVED_SCHEMAS = frozenset({"information_schema"})
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -120,6 +123,11 @@ def check_identifier(value: object, what: str) -> str:
         raise InvalidOption(
             f"invalid {what} {value!r}: use lowercase ASCII letters, digits and '_', "
             f"starting with a letter or '_', at most {limit} characters{empty}"
+        )
+    if what == "schema" and (value.startswith("pg_") or value in _RESERVED_SCHEMAS):
+        raise InvalidOption(
+            f"invalid schema {value!r}: PostgreSQL reserves pg_* schemas and "
+            "information_schema; choose another"
         )
     return value
 
