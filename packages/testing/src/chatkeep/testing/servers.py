@@ -48,6 +48,7 @@ __all__ = [
     "AZURITE_KEY",
     "BACKENDS",
     "azure_store_url",
+    "moto_credentials",
     "postgres_store_url",
     "redis_store_url",
     "s3_store_url",
@@ -124,6 +125,12 @@ _MOTO_CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "chatkeep-test-secret",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
+
+
+def moto_credentials() -> dict[str, str]:
+    """The dummy credentials the throwaway moto server accepts (set them in the environment
+    before spawning processes that open its URL)."""
+    return dict(_MOTO_CREDENTIALS)
 
 
 def s3_store_url(cleanup: ExitStack) -> str:
