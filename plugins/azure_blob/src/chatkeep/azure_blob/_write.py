@@ -350,24 +350,26 @@ def _last_id(log: Log, tail: Tail, record_bytes: int) -> Step[str | None]:
 
 def _checked_end(
     log: Log, records: list[Record], after: str | None, record_bytes: int
-) -> Step[tuple[Cursor | None, bool]]:
-    """The session's end if its last record is ``after``: ``(cursor, False)`` to write at,
-    ``(cursor, True)`` when every record is stored already, ``(None, False)`` to look again;
-    raises :class:`~chatkeep.core.AppendConflict` otherwise."""
+) -> Step[tuple[Cursor | None, list[Record]]]:
+    """The session's end if its last record is ``after``, with the records not stored yet:
+    ``(cursor, fresh)`` to write ``fresh`` at (``fresh`` empty: every record is stored
+    already), ``(None, records)`` to look again; raises
+    :class:`~chatkeep.core.AppendConflict` otherwise."""
     tail = yield from locate(log, None, log.limits.probe)
     if tail is None:
         if after is not None:
             raise AppendConflict(log.session_id, after)
-        return (yield from _new_session(log, record_bytes)), False
+        return (yield from _new_session(log, record_bytes)), records
     log.seen.learn_frames(tail.incarnation, tail.frames())
-    if not log.seen.unseen(tail.incarnation, records, log.session_id):
-        return tail.cursor(record_bytes), True
+    fresh = log.seen.unseen(tail.incarnation, records, log.session_id)
+    if not fresh:
+        return tail.cursor(record_bytes), fresh
     if (yield from _last_id(log, tail, record_bytes)) != after:
         raise AppendConflict(log.session_id, after)
     if tail.rolled:
         yield from _follow_roll(log, tail)
-        return None, False  # the same records, now ending in the next segment
-    return tail.cursor(record_bytes), False
+        return None, records  # the same records, now ending in the next segment
+    return tail.cursor(record_bytes), fresh
 
 
 def append_if(
@@ -395,14 +397,12 @@ def append_if(
         while True:
             if time.monotonic() > deadline:
                 raise Contended
-            end, done = yield from _checked_end(log, records, after, record_bytes)
-            if done:
-                assert end is not None
-                return end  # an exact retry of a call that landed
+            end, fresh = yield from _checked_end(log, records, after, record_bytes)
             if end is None:
                 continue  # created or rolled by another writer meanwhile: look again
             cursor = end
-            fresh = log.seen.unseen(cursor.incarnation, records, log.session_id)
+            if not fresh:
+                return cursor  # an exact retry of a call that landed
             frame, digest = yield from _frame_for(log, cursor, fresh, uploaded)
             if _needs_roll(cursor, len(frame), log):
                 attempt = (cursor.segment, cursor.length, _ROLL_FRAME_SIZE)
