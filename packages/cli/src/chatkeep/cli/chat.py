@@ -9,7 +9,12 @@
     printf 'Hi\\n/undo\\nHello\\n' | chatkeep chat --session s1   # scripted: one line per turn
 
 The offline client is the default, so it runs without a key. Commands: ``/history [N]``,
-``/sessions``, ``/fork``, ``/undo``, ``/switch ID``, ``/help``, ``/quit``.
+``/sessions``, ``/new [ID]``, ``/switch ID``, ``/fork``, ``/undo [N]``, ``/help``, ``/quit``.
+
+On a terminal the prompt has readline's line editing and history (arrows, Ctrl-R); Ctrl-C
+clears the line, and at an empty prompt leaves (exit 130); Ctrl-C during a reply abandons
+that turn (nothing of it is stored). Lines are read while the event loop is idle, never from
+inside it.
 
 Every turn is kept in the store, whoever keeps the model's copy. With a client-managed
 protocol the history provider sends and stores it. With a service-managed one (Responses
@@ -24,8 +29,8 @@ is sent whole, once).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import contextlib
 import os
 import sys
 from dataclasses import replace
@@ -42,14 +47,13 @@ from chatkeep.core import (
     aread_view,
     encode_records,
     new_id,
-    open_store,
 )
 from chatkeep.core.views import afork, alist_conversations, aundo
-from chatkeep.vendors import make_client
 
 from .sessions import format_message
+from .stores import StoreChoice, open_store_for
 
-__all__ = ["ChatRepl", "add_commands", "build_client"]
+__all__ = ["ChatRepl", "build_client", "run_chat"]
 
 #: The ``additional_properties`` key of a transcript message naming the service-side
 #: conversation it belongs to: ``{"id": ..., "service": "<protocol> <base url>"}``.
@@ -58,14 +62,25 @@ SERVICE_KEY = "service_conversation"
 HELP = """commands:
   /history [N]   the session's messages (the last N)
   /sessions      the stored sessions (* marks this one)
+  /new [ID]      start a new session (a fresh id unless ID is given)
+  /switch ID     continue another stored session
   /fork          continue in a new session branched from here
-  /undo          retract the last turn (the log keeps it)
-  /switch ID     continue another session
+  /undo [N]      retract the last turn (N turns; the log keeps them)
   /help          this text
-  /quit          leave (end of input does too)"""
+  /quit          leave (end of input and Ctrl-C at an empty prompt do too)"""
+
+#: Commands that take no argument.
+_BARE = ("/sessions", "/fork", "/help", "/quit", "/exit")
 
 
-def build_client(args: argparse.Namespace) -> tuple[Any, str, str]:
+def build_client(
+    *,
+    vendor: str | None = None,
+    protocol: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    no_store: bool = False,
+) -> tuple[Any, str, str]:
     """The chat client the options ask for, its protocol (``"offline"`` for the offline
     client) and a short description of it.
 
@@ -74,20 +89,27 @@ def build_client(args: argparse.Namespace) -> tuple[Any, str, str]:
     ``chatkeep-anthropic`` for ``messages``), with
     ``--base-url`` (or ``$CHATKEEP_BASE_URL``) replacing the preset's address.
     """
-    if not (args.vendor or args.protocol or args.model):
+    if not (vendor or protocol or model):
         return OfflineChatClient(), "offline", "offline client (no network, no key)"
-    if not args.model:
+    if not model:
         raise ChatkeepError("--model is required with --vendor/--protocol")
-    protocol = args.protocol or ("messages" if args.vendor == "anthropic" else "chat_completions")
-    vendor = args.vendor or ("anthropic" if protocol == "messages" else "openai")
+    protocol = protocol or ("messages" if vendor == "anthropic" else "chat_completions")
+    vendor = vendor or ("anthropic" if protocol == "messages" else "openai")
     options: dict[str, Any] = {}
     if protocol == "responses":
-        options["store"] = not args.no_store
-    base_url = args.base_url or os.environ.get("CHATKEEP_BASE_URL") or None
+        options["store"] = not no_store
+    base_url = base_url or os.environ.get("CHATKEEP_BASE_URL") or None
+    try:
+        from chatkeep.vendors import make_client
+    except ImportError:
+        extra = "anthropic" if protocol == "messages" else "openai"
+        raise ChatkeepError(
+            f"--vendor/--protocol/--model need a model client: pip install 'chatkeep[{extra}]'"
+        ) from None
     # MissingPackage (a ChatkeepError) names the client distribution to install.
-    client = make_client(vendor, protocol, args.model, base_url=base_url, **options)
-    store_note = " (store=False)" if protocol == "responses" and args.no_store else ""
-    return client, protocol, f"{vendor} {protocol}{store_note}, model {args.model}"
+    client = make_client(vendor, protocol, model, base_url=base_url, **options)
+    store_note = " (store=False)" if protocol == "responses" and no_store else ""
+    return client, protocol, f"{vendor} {protocol}{store_note}, model {model}"
 
 
 def _service_label(client: Any, protocol: str) -> str:
@@ -175,16 +197,26 @@ class ChatRepl:
             ]
             await self.store.aappend(self.session.session_id, encode_records([request, *marked]))
 
+    def usage(self, text: str) -> bool:
+        """Report a bad argument to a command; the chat goes on."""
+        self.notice(f"usage: {text}")
+        return True
+
     async def command(self, line: str) -> bool:
-        """Run a ``/command``; returns False to leave."""
+        """Run a ``/command``; returns False to leave. A bad argument is reported, never
+        ignored."""
         name, _, rest = line.partition(" ")
         rest = rest.strip()
+        if name in _BARE and rest:
+            return self.usage(f"{name} takes no argument (got {rest!r})")
         if name in ("/quit", "/exit"):
             return False
         if name == "/help":
             self.say(HELP)
         elif name == "/history":
-            limit = int(rest) if rest.isdigit() and int(rest) > 0 else None
+            if rest and not (rest.isdigit() and int(rest) > 0):
+                return self.usage(f"/history [N], N a positive whole number (got {rest!r})")
+            limit = int(rest) if rest else None
             view = await aread_view(self.store, self.session.session_id, limit=limit)
             for message in view:
                 self.say(format_message(message))
@@ -206,69 +238,162 @@ class ChatRepl:
             self.session = AgentSession(child)
             self.say(f"forked {parent} -> {child} (now in {child})")
         elif name == "/undo":
+            if rest and not (rest.isdigit() and int(rest) > 0):
+                return self.usage(f"/undo [N], N a positive whole number (got {rest!r})")
             if self.linear and await self._has_service_turns():
                 self.notice("a Conversations API conversation is linear: a turn cannot be undone")
                 return True
-            retracted = await aundo(self.store, self.session.session_id)
+            turns = int(rest) if rest else 1
+            retracted = await aundo(self.store, self.session.session_id, turns)
             if not retracted:
                 self.say("nothing to undo")
             for message in retracted:
                 self.say("undone: " + format_message(message))
-        elif name == "/switch" and rest:
-            self.session = AgentSession(rest)
-            self.say(f"now in {rest}")
+        elif name == "/switch":
+            await self._switch(rest)
+        elif name == "/new":
+            await self._new(rest or None)
         else:
             self.notice(f"unknown command {line!r}; /help lists them")
         return True
+
+    async def _exists(self, session_id: str) -> bool:
+        return bool(await self.store.aread(session_id, 0, 1))
+
+    async def _switch(self, target: str) -> None:
+        if not target:
+            self.usage("/switch ID (/sessions lists them; /new [ID] starts one)")
+        elif target == self.session.session_id:
+            self.say(f"already in {target}")
+        elif not await self._exists(target):
+            self.notice(
+                f"session {target!r} does not exist in {self.store.url}; still in "
+                f"{self.session.session_id} (/sessions lists them; /new {target} starts it)"
+            )
+        else:
+            self.session = AgentSession(target)
+            self.say(f"now in {target}")
+
+    async def _new(self, target: str | None) -> None:
+        if target is not None and await self._exists(target):
+            self.notice(f"session {target!r} already exists; /switch {target} continues it")
+            return
+        self.session = AgentSession(target)
+        self.say(f"now in {self.session.session_id} (new)")
 
     async def _has_service_turns(self) -> bool:
         last = await aread_view(self.store, self.session.session_id, limit=1)
         return bool(last) and _service_id(last[0], self.service) is not None
 
-    async def run(self, source: TextIO) -> int:
-        """Read lines until ``/quit`` or the end of input; returns the exit code (1 if a
-        turn failed)."""
-        interactive = source.isatty()
+    async def handle(self, line: str) -> bool:
+        """One line: a command or a turn. Returns False to leave. Errors are reported and
+        the chat goes on."""
+        try:
+            if line.startswith("/"):
+                return await self.command(line)
+            await self.turn(line)
+        except ChatkeepError as error:
+            self.failed = True
+            self.notice(f"error: {error}")
+        except Exception as error:  # an SDK's API or connection error: keep chatting
+            self.failed = True
+            self.notice(f"error: {type(error).__name__}: {error}")
+        return True
+
+    def run(self, source: TextIO, loop: asyncio.AbstractEventLoop) -> int:
+        """Read lines until ``/quit``, the end of input or Ctrl-C at an empty prompt, each
+        handled on ``loop`` (idle while a line is read). Returns the exit code: 0, 1 if a
+        turn failed, 130 when Ctrl-C ended it."""
+        prompt = _Prompt() if source.isatty() else None
         while True:
-            if interactive:
-                try:
-                    line = input("you> ")
-                except EOFError:
+            try:
+                line = prompt.read("you> ") if prompt is not None else _next_line(source)
+            except KeyboardInterrupt:
+                if prompt is not None and prompt.had_text:
+                    continue  # the line is cleared; a new prompt
+                self.say()
+                return 130
+            if line is None:
+                if prompt is not None:
                     self.say()
-                    break
-            else:
-                raw = source.readline()
-                if not raw:
-                    break
-                line = raw.rstrip("\r\n")
+                break
             line = line.strip()
             if not line:
                 continue
+            task = loop.create_task(self.handle(line))
             try:
-                if line.startswith("/"):
-                    if not await self.command(line):
-                        break
-                else:
-                    await self.turn(line)
-            except ChatkeepError as error:
-                self.failed = True
-                self.notice(f"error: {error}")
-            except Exception as error:  # an SDK's API or connection error: keep chatting
-                self.failed = True
-                self.notice(f"error: {type(error).__name__}: {error}")
+                keep = loop.run_until_complete(task)
+            except KeyboardInterrupt:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    loop.run_until_complete(task)
+                self.say()
+                self.notice("interrupted: nothing of that turn was stored")
+                if prompt is None:
+                    return 130
+                continue
+            if not keep:
+                break
         return 1 if self.failed else 0
 
 
-def _cmd_chat(args: argparse.Namespace) -> int:
-    client, protocol, described = build_client(args)
-    store = open_store(args.url or os.environ.get("CHATKEEP_URL") or None)
+def _next_line(source: TextIO) -> str | None:
+    raw = source.readline()
+    return raw.rstrip("\r\n") if raw else None
+
+
+class _Prompt:
+    """``input()`` with readline's line editing and history where the platform has it."""
+
+    def __init__(self) -> None:
+        try:
+            import readline
+        except ImportError:  # Windows without pyreadline: plain input()
+            self.readline: Any = None
+        else:
+            self.readline = readline
+        self.had_text = False
+
+    def read(self, prompt: str) -> str | None:
+        """The next line (``None`` at the end of input). On Ctrl-C, raises
+        KeyboardInterrupt with :attr:`had_text` telling whether the line was not empty."""
+        self.had_text = False
+        try:
+            return input(prompt)
+        except EOFError:
+            return None
+        except KeyboardInterrupt:
+            typed = self.readline.get_line_buffer() if self.readline is not None else ""
+            self.had_text = bool(typed)
+            if self.had_text:
+                print(file=sys.stdout, flush=True)
+            raise
+
+
+def run_chat(
+    choice: StoreChoice,
+    *,
+    session: str | None,
+    vendor: str | None,
+    protocol: str | None,
+    model: str | None,
+    base_url: str | None,
+    no_store: bool,
+    instructions: str | None,
+    no_stream: bool,
+) -> int:
+    """``chatkeep chat``: the client the options ask for, over the chosen store."""
+    client, kind, described = build_client(
+        vendor=vendor, protocol=protocol, model=model, base_url=base_url, no_store=no_store
+    )
+    store = open_store_for(choice)
     repl = ChatRepl(
         store,
         client,
-        session_id=args.session,
-        protocol=protocol,
-        instructions=args.instructions,
-        stream=not args.no_stream,
+        session_id=session,
+        protocol=kind,
+        instructions=instructions,
+        stream=not no_stream,
         out=sys.stdout,
         err=sys.stderr,
     )
@@ -278,40 +403,17 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
 
-    async def main() -> int:
+    async def close() -> None:
+        closer = getattr(client, "aclose", None)
+        if closer is not None:
+            await closer()
+        await store.aclose()
+
+    loop = asyncio.new_event_loop()
+    try:
+        return repl.run(sys.stdin, loop)
+    finally:
         try:
-            return await repl.run(sys.stdin)
+            loop.run_until_complete(close())
         finally:
-            closer = getattr(client, "aclose", None)
-            if closer is not None:
-                await closer()
-            await store.aclose()
-
-    return asyncio.run(main())
-
-
-def add_commands(commands: Any) -> None:
-    """Add ``chat`` to the CLI."""
-    chat = commands.add_parser(
-        "chat", help="chat with a model (offline by default) over any store; /help inside"
-    )
-    chat.add_argument("--url", help="store URL (default: $CHATKEEP_URL)")
-    chat.add_argument("--session", metavar="ID", help="the session to continue or start")
-    chat.add_argument("--vendor", help="a vendor preset: openai, azure, deepseek, qwen, ...")
-    chat.add_argument(
-        "--protocol",
-        choices=("chat_completions", "responses", "conversations", "messages"),
-        help="the API protocol (default: the vendor's chat_completions, or messages)",
-    )
-    chat.add_argument("--model", help="the model (or Azure deployment) name")
-    chat.add_argument(
-        "--base-url", help="the service address instead of the preset's ($CHATKEEP_BASE_URL)"
-    )
-    chat.add_argument(
-        "--no-store",
-        action="store_true",
-        help="Responses API with store=False (client-managed history)",
-    )
-    chat.add_argument("--instructions", help="system instructions sent with every turn")
-    chat.add_argument("--no-stream", action="store_true", help="print each reply when complete")
-    chat.set_defaults(handler=_cmd_chat)
+            loop.close()

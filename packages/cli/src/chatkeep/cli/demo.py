@@ -4,12 +4,16 @@ then a fork of it and an undo in the fork.
 The offline client's replies name how many messages it was sent and the first user
 message, so the output shows that the resumed process saw the whole history, and that the
 fork saw the history it branched from.
+
+It stores where every other command looks (``--url``, ``$CHATKEEP_URL``, else
+``sqlite:///chatkeep.db`` in the current directory) and ends with the command that shows what
+it stored.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
+import shlex
 import subprocess
 import sys
 from typing import Any
@@ -23,22 +27,23 @@ from chatkeep.core import (
     fork,
     open_store,
     read_view,
+    redact_url,
     undo,
 )
 
-DEFAULT_DEMO_URL = "sqlite:///chatkeep-demo.db"
+from .stores import DEFAULT_URL, StoreChoice, open_store_for
+
+__all__ = ["run_demo", "run_resume"]
+
 TURNS = ("Hi! My name is Ada.", "I am planning a trip to Oslo.", "What should I pack?")
 RESUME_TURN = "Do you remember my first message?"
 FORK_TURN = "Actually, let's go to Bergen instead."
 
 
-def _url(args: argparse.Namespace) -> str:
-    return str(args.url or os.environ.get("CHATKEEP_URL") or DEFAULT_DEMO_URL)
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    url = _url(args)
-    store = open_store(url)
+def run_demo(choice: StoreChoice) -> int:
+    """The demo on the chosen store; returns 0 when everything it shows held."""
+    url = choice.url
+    store = open_store_for(choice)
     provider = HistoryProvider(store)
     agent = Agent(OfflineChatClient(), history_provider=provider)
     session = agent.create_session()
@@ -49,6 +54,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(f"  user      > {text}")
         print(f"  assistant > {reply.text}")
     expected_seen = 2 * len(TURNS) + 1
+    durable = store.supports("durable")
     if store.supports("shared"):
         store.close()
         print("\nresuming the session by id in a second process ...\n")
@@ -82,9 +88,23 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print("chatkeep: the resumed conversation did not see the history", file=sys.stderr)
             return 1
         print(f"\nthe model saw all {expected_seen - 1} earlier messages: history kept.")
-        return _fork_and_undo(store, session.session_id)
+        code = _fork_and_undo(store, session.session_id)
     finally:
         store.close()
+    if code == 0 and durable:
+        print(f"\nsee what it stored:\n  {_show_command(choice, session.session_id)}")
+    elif code == 0:
+        print(f"\n{url} keeps nothing after this process: use a file or a server to keep it.")
+    return code
+
+
+def _show_command(choice: StoreChoice, session_id: str) -> str:
+    """The ``sessions show`` command line that reads the demo's store."""
+    command = ["chatkeep", "sessions", "show", session_id]
+    if choice.source == "--url" and choice.url != DEFAULT_URL:
+        command += ["--url", redact_url(choice.url)]  # no secret on the screen
+    # From $CHATKEEP_URL or the default: the same lookup finds the store again.
+    return shlex.join(command)
 
 
 def _fork_and_undo(store: Store, session_id: str) -> int:
@@ -121,21 +141,9 @@ def _resume(store: Any, session_id: str) -> str:
     return out
 
 
-def _cmd_resume(args: argparse.Namespace) -> int:
-    print(f"process {os.getpid()}: session {args.session}")
-    with open_store(_url(args)) as store:
-        _resume(store, args.session)
+def run_resume(url: str, session_id: str) -> int:
+    """The demo's second process: one more turn on the session, by id alone."""
+    print(f"process {os.getpid()}: session {session_id}")
+    with open_store(url) as store:
+        _resume(store, session_id)
     return 0
-
-
-def add_commands(commands: Any) -> None:
-    """Add ``demo`` (and its hidden helper ``demo-resume``) to the CLI."""
-    demo = commands.add_parser(
-        "demo", help="run a multi-turn conversation, then resume it in a second process"
-    )
-    demo.add_argument("--url", help=f"store URL (default: $CHATKEEP_URL or {DEFAULT_DEMO_URL})")
-    demo.set_defaults(handler=_cmd_demo)
-    resume = commands.add_parser("demo-resume")
-    resume.add_argument("--url", required=True)
-    resume.add_argument("--session", required=True)
-    resume.set_defaults(handler=_cmd_resume)

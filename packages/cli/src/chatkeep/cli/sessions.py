@@ -1,19 +1,19 @@
 """``chatkeep sessions``: list, show, fork, undo and delete sessions of any store.
 
-Every command takes ``--url`` and falls back to ``CHATKEEP_URL`` (then the core's default,
-``sqlite:///chatkeep.db``). ``show`` prints the session's *view* (undo, forks and
-compaction applied); ``show --raw`` prints every record of its own log, control records
-and retracted messages included (the audit trail).
+The store comes from :mod:`chatkeep.cli.stores` (``--url``, ``$CHATKEEP_URL``, then
+``sqlite:///chatkeep.db``). ``list`` and ``show`` open it read-only: they never create a
+file, a schema or a table. ``show`` prints the session's *view* (undo, forks and compaction
+applied); ``show --raw`` prints every record of its own log, control records and retracted
+messages included (the audit trail).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from typing import Any
 
 from chatkeep.core import (
@@ -27,33 +27,35 @@ from chatkeep.core import (
     TextContent,
     UnknownContent,
     UriContent,
-    delete_session,
     fork,
     message_to_dict,
-    open_store,
     read_view,
     undo,
 )
+from chatkeep.core import delete_session as core_delete_session
 from chatkeep.core.views import LogEntry, list_conversations, read_log
 
-__all__ = ["add_commands", "format_message"]
+from .stores import StoreChoice, open_store_for
+
+__all__ = [
+    "delete_session",
+    "fork_session",
+    "format_message",
+    "list_sessions",
+    "show_session",
+    "undo_session",
+]
 
 _ROLE_WIDTH = 9
 
 
 @contextmanager
-def _store(args: argparse.Namespace) -> Iterator[Store]:
-    url = args.url or os.environ.get("CHATKEEP_URL") or None
-    store = open_store(url)
+def _store(choice: StoreChoice, *, read_only: bool = False) -> Iterator[Store]:
+    store = open_store_for(choice, read_only=read_only)
     try:
         yield store
     finally:
         store.close()
-
-
-def _require_session(store: Store, session_id: str) -> None:
-    if not store.read(session_id, 0, 1):
-        raise SessionNotFound(session_id)
 
 
 def _short_json(value: Any, limit: int = 300) -> str:
@@ -98,17 +100,6 @@ def format_message(message: Message, *, show_id: bool = False) -> str:
     return "\n".join(out).rstrip()
 
 
-def _cmd_list(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        ids = list(list_conversations(store, args.prefix))
-    if args.json:
-        print(json.dumps(ids, ensure_ascii=False, indent=2))
-    else:
-        for session_id in ids:
-            print(session_id)
-    return 0
-
-
 def _raw_json(entry: LogEntry) -> dict[str, Any]:
     shown: dict[str, Any] = {"position": entry.position, "id": entry.record_id, "kind": entry.kind}
     if entry.error is not None:
@@ -118,22 +109,127 @@ def _raw_json(entry: LogEntry) -> dict[str, Any]:
     return shown
 
 
-def _cmd_show(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        _require_session(store, args.session)
-        if args.raw:
-            entries = read_log(store, args.session)
-            if args.json:
-                print(
-                    json.dumps(
-                        [_raw_json(e) for e in entries], ensure_ascii=False, indent=2, default=repr
-                    )
-                )
+def _require_session(store: Store, session_id: str) -> None:
+    if not store.read(session_id, 0, 1):
+        raise SessionNotFound(session_id)
+
+
+def _when(value: object) -> str:
+    """A timestamp (datetime or seconds since the epoch) as local ``YYYY-MM-DD HH:MM:SS``."""
+    if value is None:
+        return "-"
+    if isinstance(value, (int, float)):
+        value = datetime.fromtimestamp(float(value), tz=timezone.utc)
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+def _iso(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        value = datetime.fromtimestamp(float(value), tz=timezone.utc)
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc).isoformat()
+    return str(value)
+
+
+def _metadata() -> Any:
+    """``chatkeep.core.metadata`` (ImportError on a core that has no session metadata)."""
+    import importlib
+
+    return importlib.import_module("chatkeep.core.metadata")
+
+
+def _title_of(view: list[Message]) -> str | None:
+    for message in view:
+        if message.role == "user" and message.text.strip():
+            return " ".join(message.text.split())
+    return None
+
+
+class _Info:
+    """A session's row when the core has no ``chatkeep.core.metadata`` (counted from the
+    view; no timestamps)."""
+
+    def __init__(self, session_id: str, view: list[Message]) -> None:
+        self.id = session_id
+        self.created_at: object = None
+        self.updated_at: object = None
+        self.messages = len(view)
+        self.title = _title_of(view)
+
+
+def _infos(store: Store, prefix: str | None, limit: int | None) -> list[Any]:
+    try:
+        list_session_infos = _metadata().list_session_infos
+    except ImportError:  # a core without session metadata: the listing order, no times
+        found: list[Any] = []
+        for session_id in list_conversations(store, prefix):
+            found.append(_Info(session_id, read_view(store, session_id)))
+            if limit is not None and len(found) >= limit:
+                break
+        return found
+    return list(list_session_infos(store, prefix=prefix, limit=limit, newest_first=True))
+
+
+def _short(text: str | None, width: int = 50) -> str:
+    if not text:
+        return ""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def list_sessions(
+    choice: StoreChoice, *, limit: int | None, prefix: str | None, as_json: bool
+) -> int:
+    """``sessions list``: newest first, ``ID  MESSAGES  UPDATED  TITLE``, or JSON Lines."""
+    with _store(choice, read_only=True) as store:
+        infos = _infos(store, prefix, limit)
+    if as_json:
+        for info in infos:
+            row = {
+                "id": info.id,
+                "messages": info.messages,
+                "created_at": _iso(info.created_at),
+                "updated_at": _iso(info.updated_at),
+                "title": info.title,
+            }
+            print(json.dumps(row, ensure_ascii=False))
+        return 0
+    from .output import print_table
+
+    rows = [(i.id, str(i.messages), _when(i.updated_at), _short(i.title)) for i in infos]
+    print_table(("ID", "MESSAGES", "UPDATED", "TITLE"), rows)
+    return 0
+
+
+def show_session(
+    choice: StoreChoice,
+    session_id: str,
+    *,
+    as_json: bool,
+    ids: bool,
+    last: int | None,
+    raw: bool,
+) -> int:
+    """``sessions show``: the view as a transcript (or JSON), or the raw log."""
+    with _store(choice, read_only=True) as store:
+        _require_session(store, session_id)
+        if raw:
+            entries = read_log(store, session_id)
+            if as_json:
+                shown = [_raw_json(e) for e in entries]
+                print(json.dumps(shown, ensure_ascii=False, indent=2, default=repr))
                 return 0
             for entry in entries:
                 where = f"#{entry.position:<4}"
                 if entry.message is not None:
-                    print(where + " " + format_message(entry.message, show_id=args.ids))
+                    print(where + " " + format_message(entry.message, show_id=ids))
                 elif entry.error is not None:
                     print(f"{where} CORRUPT {entry.record_id}: {entry.error}")
                 else:
@@ -142,29 +238,47 @@ def _cmd_show(args: argparse.Namespace) -> int:
                         fields["messages"] = f"{len(fields['messages'])} message(s)"
                     print(f"{where} ({entry.kind}) {_short_json(fields, 200)}")
             return 0
-        view = read_view(store, args.session, limit=args.last)
-    if args.json:
-        print(
-            json.dumps(
-                [message_to_dict(m) for m in view], ensure_ascii=False, indent=2, default=repr
-            )
-        )
+        view = read_view(store, session_id, limit=last)
+        header = _header(store, session_id)
+    if as_json:
+        dicts = [message_to_dict(m) for m in view]
+        print(json.dumps(dicts, ensure_ascii=False, indent=2, default=repr))
         return 0
+    if header:
+        print(header)
     for message in view:
-        print(format_message(message, show_id=args.ids))
+        print(format_message(message, show_id=ids))
     return 0
 
 
-def _cmd_fork(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        print(fork(store, args.session, at=args.at, new_session_id=args.new_id))
+def _header(store: Store, session_id: str) -> str | None:
+    """``# ID: N messages, created ..., updated ...`` where the core keeps metadata."""
+    try:
+        describe_session = _metadata().describe_session
+    except ImportError:
+        return None
+    info = describe_session(store, session_id)
+    return (
+        f"# {session_id}: {info.messages} messages, created {_when(info.created_at)}, "
+        f"updated {_when(info.updated_at)}"
+    )
+
+
+def fork_session(
+    choice: StoreChoice, session_id: str, *, at: str | None, new_id: str | None
+) -> int:
+    """``sessions fork``: prints the new session's id."""
+    with _store(choice) as store:
+        _require_session(store, session_id)
+        print(fork(store, session_id, at=at, new_session_id=new_id))
     return 0
 
 
-def _cmd_undo(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        _require_session(store, args.session)
-        retracted = undo(store, args.session, turns=args.turns)
+def undo_session(choice: StoreChoice, session_id: str, *, turns: int) -> int:
+    """``sessions undo``: retract the last ``turns`` turns and print them."""
+    with _store(choice) as store:
+        _require_session(store, session_id)
+        retracted = undo(store, session_id, turns=turns)
     if not retracted:
         print("nothing to undo")
         return 0
@@ -174,59 +288,11 @@ def _cmd_undo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_delete(args: argparse.Namespace) -> int:
-    with _store(args) as store:
-        _require_session(store, args.session)
-        delete_session(store, args.session, cascade=args.cascade)
-    how = "with its forks" if args.cascade else "its forks, if any, kept their history"
-    print(f"deleted {args.session} ({how})")
+def delete_session(choice: StoreChoice, session_id: str, *, cascade: bool) -> int:
+    """``sessions delete``: erase a session (and its forks with ``cascade``)."""
+    with _store(choice) as store:
+        _require_session(store, session_id)
+        core_delete_session(store, session_id, cascade=cascade)
+    how = "with its forks" if cascade else "its forks, if any, kept their history"
+    print(f"deleted {session_id} ({how})")
     return 0
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return value
-
-
-def add_commands(commands: Any) -> None:
-    """Add ``sessions`` and its subcommands to the CLI."""
-    sessions = commands.add_parser("sessions", help="list, show, fork, undo and delete sessions")
-    sub = sessions.add_subparsers(dest="sessions_command", required=True, metavar="COMMAND")
-
-    def command(name: str, help_text: str) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text)
-        parser.add_argument("--url", help="store URL (default: $CHATKEEP_URL)")
-        return parser
-
-    listing = command("list", "list the ids of stored sessions")
-    listing.add_argument("--prefix", help="only ids starting with PREFIX")
-    listing.add_argument("--json", action="store_true", help="print a JSON array")
-    listing.set_defaults(handler=_cmd_list)
-
-    show = command("show", "print a session's transcript: roles, tool calls and results")
-    show.add_argument("session", metavar="ID")
-    show.add_argument("--json", action="store_true", help="print the messages as JSON")
-    show.add_argument("--ids", action="store_true", help="prefix each message with its id")
-    show.add_argument("--last", type=_positive, metavar="N", help="only the last N messages")
-    show.add_argument(
-        "--raw", action="store_true", help="every record of the log (audit trail), not the view"
-    )
-    show.set_defaults(handler=_cmd_show)
-
-    forking = command("fork", "start a new session from this one; prints the new id")
-    forking.add_argument("session", metavar="ID")
-    forking.add_argument("--at", metavar="MESSAGE_ID", help="fork right after this message")
-    forking.add_argument("--new-id", metavar="NEW_ID", help="the new session's id")
-    forking.set_defaults(handler=_cmd_fork)
-
-    undoing = command("undo", "retract the last turn(s) (the log keeps them)")
-    undoing.add_argument("session", metavar="ID")
-    undoing.add_argument("--turns", type=_positive, default=1, metavar="N")
-    undoing.set_defaults(handler=_cmd_undo)
-
-    deleting = command("delete", "erase a session (its forks keep their history)")
-    deleting.add_argument("session", metavar="ID")
-    deleting.add_argument("--cascade", action="store_true", help="delete its forks too")
-    deleting.set_defaults(handler=_cmd_delete)

@@ -1,0 +1,179 @@
+"""Which store a command uses, and opening it the way the command needs.
+
+Every command takes ``--url``; without it ``$CHATKEEP_URL``; without that
+:data:`DEFAULT_URL`, ``sqlite:///chatkeep.db`` in the current directory (the core's own
+default, so ``open_store()`` in Python and the CLI agree). :func:`choose` records where the URL
+came from, so an error can say so.
+
+Read commands (``sessions list``, ``sessions show``, ``export``) open with
+:func:`open_store_for` and ``read_only=True``: a SQLite or PostgreSQL URL gets
+``mode=ro`` (a handle that never creates a file, a schema or a table and never writes), and a
+SQLite file that does not exist is one line naming the URL and its source, never a new file.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from chatkeep.core import ChatkeepError, Store, UnknownBackend, backends, open_store, redact_url
+
+__all__ = [
+    "DEFAULT_URL",
+    "READ_ONLY_SCHEMES",
+    "BadStoreUrl",
+    "StoreChoice",
+    "StoreMissing",
+    "check_url",
+    "choose",
+    "current_store",
+    "open_store_for",
+]
+
+#: The one default store of every command, the demo included.
+DEFAULT_URL = "sqlite:///chatkeep.db"
+#: What ``--url``'s help says about the default.
+DEFAULT_HELP = "$CHATKEEP_URL, else sqlite:///chatkeep.db in the current directory"
+#: Schemes whose backends take ``mode=ro`` (a read-only handle).
+READ_ONLY_SCHEMES = frozenset({"sqlite", "postgresql", "postgres"})
+#: Shown with every malformed URL.
+URL_EXAMPLES = (
+    "a store URL looks like sqlite:///chats.db (relative), sqlite:////abs/chats.db, "
+    "redis://localhost:6379/0, postgresql://user@host/db or memory://"
+)
+#: In-repo backends that may simply not be installed: scheme -> the extra that brings it.
+_EXTRAS = {
+    "redis": "redis",
+    "rediss": "redis",
+    "redis+cluster": "redis",
+    "postgresql": "postgres",
+    "postgres": "postgres",
+    "s3": "s3",
+    "azblob": "azure-blob",
+    "encrypted": "encrypted",
+}
+
+_current: contextvars.ContextVar[StoreChoice | None] = contextvars.ContextVar(
+    "chatkeep_cli_store", default=None
+)
+
+
+class BadStoreUrl(ChatkeepError, ValueError):
+    """``--url`` (or ``$CHATKEEP_URL``) is not a store URL: a bare path, or a scheme no
+    installed backend has. The message suggests what was probably meant."""
+
+
+class StoreMissing(ChatkeepError, LookupError):
+    """A read command was pointed at a store that does not exist (a SQLite file that is not
+    there). Nothing was created."""
+
+
+@dataclass(frozen=True)
+class StoreChoice:
+    """A store URL and where it came from (``--url``, ``$CHATKEEP_URL``, the default)."""
+
+    url: str
+    source: str
+
+    @property
+    def shown(self) -> str:
+        """The URL without secrets, and its source: for messages."""
+        return f"{redact_url(self.url)} (from {self.source})"
+
+
+def choose(url: str | None, *, option: str = "--url") -> StoreChoice:
+    """The store a command uses: ``url`` (given as ``option``), else ``$CHATKEEP_URL``, else
+    :data:`DEFAULT_URL`."""
+    if url:
+        return StoreChoice(url, option)
+    from_env = os.environ.get("CHATKEEP_URL")
+    if from_env:
+        return StoreChoice(from_env, "$CHATKEEP_URL")
+    return StoreChoice(DEFAULT_URL, "the default; set --url or $CHATKEEP_URL")
+
+
+def current_store() -> StoreChoice | None:
+    """The store the running command opened last (for error messages), if any."""
+    return _current.get()
+
+
+def _scheme(url: str) -> str:
+    return url.split("://", 1)[0].lower()
+
+
+def check_url(choice: StoreChoice) -> None:
+    """Refuse a bare path or an unknown scheme with a suggestion, before any backend runs."""
+    url = choice.url
+    shown = redact_url(url)
+    if "://" not in url:
+        suggestion = f"sqlite:///{url}"  # an absolute path gets its fourth slash
+        raise BadStoreUrl(
+            f"{shown!r} (from {choice.source}) is not a store URL; did you mean "
+            f"{suggestion!r}? ({URL_EXAMPLES})"
+        )
+    scheme = _scheme(url)
+    found = backends().values()
+    installed = {s for info in found for s in info.schemes}
+    if scheme in installed:
+        return
+    head = scheme.split("+", 1)[0]
+    wrappers = {s for info in found if info.wrapper for s in info.schemes}
+    if "+" in scheme and head in wrappers:
+        return  # a wrapper (encrypted+...): the core checks the inner URL
+    if scheme in _EXTRAS or head in _EXTRAS:
+        extra = _EXTRAS.get(scheme) or _EXTRAS[head]
+        raise BadStoreUrl(
+            f"the {extra} backend is not installed (needed for {shown}, from "
+            f"{choice.source}): pip install 'chatkeep[{extra}]'"
+        )
+    known = sorted(installed | set(_EXTRAS))
+    close = difflib.get_close_matches(scheme, known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise BadStoreUrl(
+        f"no backend has the scheme {scheme!r} of {shown} (from {choice.source}); {hint}"
+        f"{URL_EXAMPLES}; `chatkeep backends` lists the installed ones"
+    )
+
+
+def _with_read_only(url: str) -> str:
+    head, qmark, query = url.partition("?")
+    pairs = [piece for piece in query.split("&") if piece] if qmark else []
+    if any(piece.split("=", 1)[0] == "mode" for piece in pairs):
+        return url
+    return f"{head}?{'&'.join([*pairs, 'mode=ro'])}"
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file of a ``sqlite://`` URL (``None`` for the in-memory forms)."""
+    from chatkeep.sqlite.options import MEMORY, parse_url
+
+    path, _ = parse_url(url)
+    return None if path == MEMORY else Path(path)
+
+
+def open_store_for(choice: StoreChoice, *, read_only: bool = False) -> Store:
+    """Open the chosen store; ``read_only`` for commands that must never create or write.
+
+    Raises :class:`BadStoreUrl` for a bare path or an unknown scheme, and, with
+    ``read_only``, :class:`StoreMissing` for a SQLite file that does not exist.
+    """
+    _current.set(choice)
+    check_url(choice)
+    url = choice.url
+    scheme = _scheme(url)
+    if read_only and scheme in READ_ONLY_SCHEMES:
+        if scheme == "sqlite":
+            path = _sqlite_file(url)
+            if path is not None and not path.exists():
+                raise StoreMissing(
+                    f"no store at {redact_url(url)} (from {choice.source}): "
+                    f"{path.resolve()} does not exist (nothing was created)"
+                )
+        url = _with_read_only(url)
+    try:
+        return open_store(url)
+    except UnknownBackend as error:  # a wrapper's inner scheme
+        raise BadStoreUrl(f"{error} ({URL_EXAMPLES})") from None
