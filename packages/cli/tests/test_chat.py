@@ -269,3 +269,57 @@ def test_bad_options_are_one_line_errors(
     code, out, err = chat(monkeypatch, capsys, ["hi"], "--url", url, *argv)
     assert code == 2 and out == []
     assert message in err and err.startswith("chatkeep: error:")
+
+
+def test_switch_refuses_an_unknown_session_and_new_starts_one(
+    url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    converse = ["one", "/new other", "two", "/switch typo", "three", "/switch main", "/history 1"]
+    code, out, err = chat(monkeypatch, capsys, converse, "--url", url, "--session", "main")
+    assert code == 0
+    assert "now in other (new)" in out
+    assert f"session 'typo' does not exist in {url}; still in other" in err
+    store = open_store(url)
+    assert store.read("typo") == []  # nothing was started under the typo
+    assert [m.text for m in read_view(store, "other")][::2] == ["two", "three"]
+    assert out[-2] == "now in main"
+    assert out[-1] == "assistant [seen 1] first: 'one' | latest: 'one'"
+    code, _, err = chat(monkeypatch, capsys, ["/new main", "/switch"], "--url", url)
+    assert "session 'main' already exists; /switch main continues it" in err
+    assert "usage: /switch ID" in err
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("/history abc", "usage: /history [N], N a positive whole number (got 'abc')"),
+        ("/history 0", "usage: /history [N], N a positive whole number (got '0')"),
+        ("/undo two", "usage: /undo [N], N a positive whole number (got 'two')"),
+        ("/fork now", "usage: /fork takes no argument (got 'now')"),
+        ("/quit please", "usage: /quit takes no argument (got 'please')"),
+    ],
+)
+def test_bad_arguments_to_commands_say_so(
+    line: str,
+    message: str,
+    url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = chat(monkeypatch, capsys, ["hello", line, "/history"], "--url", url)
+    assert code == 0
+    assert message in err.splitlines()
+    # The command did nothing: the chat went on, and /history shows the one turn.
+    assert out[-2:] == ["user      hello", "assistant [seen 1] first: 'hello' | latest: 'hello'"]
+
+
+def test_undo_takes_a_number_of_turns(
+    url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = chat(
+        monkeypatch, capsys, ["a", "b", "c", "/undo 2"], "--url", url, "--session", "s"
+    )
+    assert code == 0
+    assert [m.text for m in read_view(open_store(url), "s")][0] == "a"
+    assert len(read_view(open_store(url), "s")) == 2
+    assert sum(line.startswith("undone: ") for line in out) == 4

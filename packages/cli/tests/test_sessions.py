@@ -45,13 +45,34 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def test_list_plain_json_and_prefix(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def listed(out: str) -> list[str]:
+    """The ids column of a ``sessions list`` table (after its header)."""
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "MESSAGES", "UPDATED", "TITLE"], lines[:1]
+    return [line.split()[0] for line in lines[1:]]
+
+
+def test_list_table_json_lines_prefix_and_limit(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     for name in ("alpha-1", "alpha-2", "beta"):
         converse(url, name, turns=1)
+    converse(url, "alpha-2", turns=1)  # two turns: four messages
     code, out, _ = run(capsys, "sessions", "list", "--url", url)
-    assert code == 0 and out.split() == ["alpha-1", "alpha-2", "beta"]
+    assert code == 0 and sorted(listed(out)) == ["alpha-1", "alpha-2", "beta"]
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert rows["alpha-2"].split()[1] == "4" and rows["beta"].split()[1] == "2"
+    assert rows["beta"].rstrip().endswith("question 0")  # the title: the first user message
     code, out, _ = run(capsys, "sessions", "list", "--url", url, "--json", "--prefix", "alpha")
-    assert json.loads(out) == ["alpha-1", "alpha-2"]
+    objects = [json.loads(line) for line in out.splitlines()]
+    assert sorted(o["id"] for o in objects) == ["alpha-1", "alpha-2"]
+    assert {"id", "messages", "created_at", "updated_at", "title"} <= set(objects[0])
+    code, out, _ = run(capsys, "sessions", "list", "--url", url, "-n", "2")
+    assert code == 0 and len(listed(out)) == 2
+    code, out, _ = run(capsys, "sessions", "list", "--url", url, "--limit", "0")
+    assert len(listed(out)) == 3  # 0: all
+    code, _, err = run(capsys, "sessions", "list", "--url", url, "-n", "-1")
+    assert code == 2 and "-1" in err
 
 
 def test_show_is_a_readable_transcript_with_tool_calls(
@@ -136,7 +157,10 @@ def test_unknown_sessions_are_one_line_errors(
 ) -> None:
     code, _, err = run(capsys, *argv, "--url", url)
     assert code == 2
-    assert err.strip() == "chatkeep: error: session 'missing' does not exist (it has no records)"
+    assert err.strip() == (
+        "chatkeep: error: session 'missing' does not exist (it has no records) "
+        f"[store: {url} (from --url)]"
+    )
 
 
 def test_fork_at_an_unknown_message_is_an_error(
@@ -153,13 +177,14 @@ def test_sessions_follow_chatkeep_url(
     converse(url, "from-env", turns=1)
     monkeypatch.setenv("CHATKEEP_URL", url)
     code, out, _ = run(capsys, "sessions", "list")
-    assert code == 0 and out.split() == ["from-env"]
+    assert code == 0 and listed(out) == ["from-env"]
+    code, _, err = run(capsys, "sessions", "show", "nope")
+    assert code == 2 and f"[store: {url} (from $CHATKEEP_URL)]" in err
 
 
-def test_bad_turns_is_a_usage_error(url: str) -> None:
-    with pytest.raises(SystemExit) as raised:
-        main(["sessions", "undo", "x", "--turns", "0", "--url", url])
-    assert raised.value.code == 2
+def test_bad_turns_is_a_usage_error(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "sessions", "undo", "x", "--turns", "0", "--url", url)
+    assert code == 2 and "must be a positive integer" in err
 
 
 def test_demo_shows_a_fork_and_an_undo(capsys: pytest.CaptureFixture[str]) -> None:
@@ -169,4 +194,7 @@ def test_demo_shows_a_fork_and_an_undo(capsys: pytest.CaptureFixture[str]) -> No
     assert "  fork      > " in out
     assert "[seen 9] first: 'Hi! My name is Ada.'" in out
     assert "  undo      > retracted 2 messages" in out
-    assert out.rstrip().endswith("which is unchanged.")
+    assert "which is unchanged." in out
+    assert out.rstrip().endswith(
+        "keeps nothing after this process: use a file or a server to keep it."
+    )

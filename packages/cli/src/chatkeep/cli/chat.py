@@ -32,7 +32,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
+import threading
 from dataclasses import replace
 from typing import Any, TextIO
 
@@ -358,16 +360,25 @@ class _Prompt:
         """The next line (``None`` at the end of input). On Ctrl-C, raises
         KeyboardInterrupt with :attr:`had_text` telling whether the line was not empty."""
         self.had_text = False
+        previous = None
+        if self.readline is not None and threading.current_thread() is threading.main_thread():
+            # readline clears its buffer while unwinding a Ctrl-C: look at it before.
+            previous = signal.signal(signal.SIGINT, self._interrupted)
         try:
             return input(prompt)
         except EOFError:
             return None
         except KeyboardInterrupt:
-            typed = self.readline.get_line_buffer() if self.readline is not None else ""
-            self.had_text = bool(typed)
             if self.had_text:
-                print(file=sys.stdout, flush=True)
+                print(file=sys.stdout, flush=True)  # leave the abandoned line on screen
             raise
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def _interrupted(self, _signum: int, _frame: Any) -> None:
+        self.had_text = bool(self.readline.get_line_buffer())
+        raise KeyboardInterrupt
 
 
 def run_chat(

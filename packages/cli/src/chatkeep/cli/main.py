@@ -24,7 +24,7 @@ import click
 from chatkeep.core import ChatkeepError
 from chatkeep.core.urls import redact_text, redact_url
 
-from .stores import DEFAULT_HELP
+from .stores import DEFAULT_HELP, forget_store
 
 __all__ = ["cli", "main"]
 
@@ -472,6 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (never raises for Ctrl-C, a closed pipe,
     a usage error or a chatkeep error)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    forget_store()
     try:
         try:
             result = cli.main(args=arguments, prog_name="chatkeep", standalone_mode=False)

@@ -30,6 +30,7 @@ __all__ = [
     "check_url",
     "choose",
     "current_store",
+    "forget_store",
     "open_store_for",
 ]
 
@@ -95,6 +96,11 @@ def choose(url: str | None, *, option: str = "--url") -> StoreChoice:
     return StoreChoice(DEFAULT_URL, "the default; set --url or $CHATKEEP_URL")
 
 
+def forget_store() -> None:
+    """Start a command with no store chosen yet."""
+    _current.set(None)
+
+
 def current_store() -> StoreChoice | None:
     """The store the running command opened last (for error messages), if any."""
     return _current.get()
@@ -123,7 +129,7 @@ def check_url(choice: StoreChoice) -> None:
     wrappers = {s for info in found if info.wrapper for s in info.schemes}
     if "+" in scheme and head in wrappers:
         return  # a wrapper (encrypted+...): the core checks the inner URL
-    if scheme in _EXTRAS or head in _EXTRAS:
+    if scheme in _EXTRAS or (head == "encrypted" and "+" in scheme):
         extra = _EXTRAS.get(scheme) or _EXTRAS[head]
         raise BadStoreUrl(
             f"the {extra} backend is not installed (needed for {shown}, from "

@@ -60,8 +60,8 @@ def _summary(verb: str, stats: Any) -> str:
 
 def run_export(choice: StoreChoice, sessions: list[str] | None, output: str) -> int:
     """Export the chosen store (all sessions, or ``sessions``) as JSON Lines."""
-    api = _api()
     with _opened(choice, read_only=True) as store, _file(output, "w", sys.stdout) as out:
+        api = _api()
         with Progress("export") as progress:
             stats = api.export_jsonl(store, out, sessions=sessions, progress=progress.callback)
         out.flush()
@@ -71,12 +71,12 @@ def run_export(choice: StoreChoice, sessions: list[str] | None, output: str) -> 
 
 def run_import(choice: StoreChoice, source: str) -> int:
     """Import JSON Lines (stdin or a file) into the chosen store."""
-    api = _api()
     with (
         _opened(choice, read_only=False) as store,
         _file(source, "r", sys.stdin) as data,
         Progress("import") as progress,
     ):
+        api = _api()
         stats = api.import_jsonl(store, data, progress=progress.callback)
     print(_summary("imported", stats), file=sys.stderr)
     return 0
@@ -86,11 +86,11 @@ def run_migrate(
     source: StoreChoice, destination: StoreChoice, sessions: list[str] | None, *, verify: bool
 ) -> int:
     """Copy ``source`` into ``destination`` and verify; 1 when the copy does not match."""
-    api = _api()
     from chatkeep.core import errors
 
     failed: type[Exception] = getattr(errors, "VerificationFailed", ChatkeepError)
     with _opened(source, read_only=True) as src, _opened(destination, read_only=False) as dst:
+        api = _api()
         try:
             with Progress("migrate") as progress:
                 stats = api.migrate(
