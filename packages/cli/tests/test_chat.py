@@ -320,6 +320,6 @@ def test_undo_takes_a_number_of_turns(
         monkeypatch, capsys, ["a", "b", "c", "/undo 2"], "--url", url, "--session", "s"
     )
     assert code == 0
-    assert [m.text for m in read_view(open_store(url), "s")][0] == "a"
-    assert len(read_view(open_store(url), "s")) == 2
+    view = read_view(open_store(url), "s")
+    assert len(view) == 2 and view[0].text == "a"
     assert sum(line.startswith("undone: ") for line in out) == 4

@@ -94,7 +94,7 @@ def run_demo(choice: StoreChoice) -> int:
     if code == 0 and durable:
         print(f"\nsee what it stored:\n  {_show_command(choice, session.session_id)}")
     elif code == 0:
-        print(f"\n{url} keeps nothing after this process: use a file or a server to keep it.")
+        print(f"\n{url} keeps nothing after this process: use a file or a server")
     return code
 
 
