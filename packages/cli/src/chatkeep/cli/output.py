@@ -54,8 +54,11 @@ class Progress:
         self._task: Any = None
         self._last_line = 0.0
         self._last: Any = None
+        self._printed = False
 
     def __enter__(self) -> Progress:
+        self._last_line = time.monotonic()  # a plain line once a second, not at once
+        self._printed = False
         if self.stream.isatty():
             from rich.console import Console
             from rich.progress import (
@@ -103,6 +106,7 @@ class Progress:
             self._line(progress, rate)
 
     def _line(self, progress: Any, rate: str) -> None:
+        self._printed = True
         total = "?" if progress.sessions_total is None else str(progress.sessions_total)
         print(
             f"{self.verb}: {progress.sessions_done}/{total} sessions, "
@@ -119,7 +123,7 @@ class Progress:
     ) -> None:
         if self._rich is not None:
             self._rich.stop()
-        elif self._last is not None and kind is None:
+        elif self._last is not None and kind is None and self._printed:
             elapsed = max(float(self._last.elapsed), 1e-9)
             self._line(self._last, f"{self._last.records_done / elapsed:,.0f} rec/s")
 

@@ -33,7 +33,8 @@ from chatkeep.core import (
     undo,
 )
 from chatkeep.core import delete_session as core_delete_session
-from chatkeep.core.views import LogEntry, list_conversations, read_log
+from chatkeep.core.metadata import SessionInfo, describe_session, list_session_infos
+from chatkeep.core.views import LogEntry, read_log
 
 from .stores import StoreChoice, open_store_for
 
@@ -139,42 +140,7 @@ def _iso(value: object) -> str | None:
     return str(value)
 
 
-def _metadata() -> Any:
-    """``chatkeep.core.metadata`` (ImportError on a core that has no session metadata)."""
-    import importlib
-
-    return importlib.import_module("chatkeep.core.metadata")
-
-
-def _title_of(view: list[Message]) -> str | None:
-    for message in view:
-        if message.role == "user" and message.text.strip():
-            return " ".join(message.text.split())
-    return None
-
-
-class _Info:
-    """A session's row when the core has no ``chatkeep.core.metadata`` (counted from the
-    view; no timestamps)."""
-
-    def __init__(self, session_id: str, view: list[Message]) -> None:
-        self.id = session_id
-        self.created_at: object = None
-        self.updated_at: object = None
-        self.messages = len(view)
-        self.title = _title_of(view)
-
-
-def _infos(store: Store, prefix: str | None, limit: int | None) -> list[Any]:
-    try:
-        list_session_infos = _metadata().list_session_infos
-    except ImportError:  # a core without session metadata: the listing order, no times
-        found: list[Any] = []
-        for session_id in list_conversations(store, prefix):
-            found.append(_Info(session_id, read_view(store, session_id)))
-            if limit is not None and len(found) >= limit:
-                break
-        return found
+def _infos(store: Store, prefix: str | None, limit: int | None) -> list[SessionInfo]:
     return list(list_session_infos(store, prefix=prefix, limit=limit, newest_first=True))
 
 
@@ -244,19 +210,14 @@ def show_session(
         dicts = [message_to_dict(m) for m in view]
         print(json.dumps(dicts, ensure_ascii=False, indent=2, default=repr))
         return 0
-    if header:
-        print(header)
+    print(header)
     for message in view:
         print(format_message(message, show_id=ids))
     return 0
 
 
-def _header(store: Store, session_id: str) -> str | None:
-    """``# ID: N messages, created ..., updated ...`` where the core keeps metadata."""
-    try:
-        describe_session = _metadata().describe_session
-    except ImportError:
-        return None
+def _header(store: Store, session_id: str) -> str:
+    """``# ID: N messages, created ..., updated ...``."""
     info = describe_session(store, session_id)
     return (
         f"# {session_id}: {info.messages} messages, created {_when(info.created_at)}, "

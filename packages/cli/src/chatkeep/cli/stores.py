@@ -19,7 +19,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from chatkeep.core import ChatkeepError, Store, UnknownBackend, backends, open_store, redact_url
+from chatkeep.core import (
+    ChatkeepError,
+    InvalidOption,
+    Store,
+    UnknownBackend,
+    backends,
+    open_store,
+    redact_url,
+)
 
 __all__ = [
     "DEFAULT_URL",
@@ -178,7 +186,13 @@ def open_store_for(choice: StoreChoice, *, read_only: bool = False) -> Store:
                     f"no store at {redact_url(url)} (from {choice.source}): "
                     f"{path.resolve()} does not exist (nothing was created)"
                 )
-        url = _with_read_only(url)
+        try:
+            return open_store(_with_read_only(url))
+        except InvalidOption as error:
+            if "'mode'" not in str(error):
+                raise
+            # A backend release from before mode=ro: the file exists (checked above), so
+            # it is opened as it is; such releases may add chatkeep's tables to it.
     try:
         return open_store(url)
     except UnknownBackend as error:  # a wrapper's inner scheme

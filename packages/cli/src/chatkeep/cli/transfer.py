@@ -11,25 +11,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO
 
-from chatkeep.core import ChatkeepError, Store
+from chatkeep.core import Store
+from chatkeep.core.errors import VerificationFailed
+from chatkeep.core.transfer import TransferStats, export_jsonl, import_jsonl, migrate
+from chatkeep.core.urls import redact_text
+from chatkeep.core.views import list_conversations
 
 from .output import Progress
 from .stores import StoreChoice, open_store_for
 
 __all__ = ["run_export", "run_import", "run_migrate"]
-
-
-def _api() -> Any:
-    try:
-        from chatkeep.core import transfer
-    except ImportError:
-        raise ChatkeepError(
-            "export, import and migrate need a chatkeep-core with chatkeep.core.transfer "
-            "(upgrade chatkeep-core)"
-        ) from None
-    return transfer
 
 
 @contextmanager
@@ -50,7 +43,14 @@ def _file(name: str, mode: str, default: IO[str]) -> Iterator[IO[str]]:
         yield handle
 
 
-def _summary(verb: str, stats: Any) -> str:
+def _counted(store: Store, sessions: list[str] | None) -> list[str] | None:
+    """On a terminal, every session id up front, so the bar has a total and an ETA."""
+    if sessions is None and sys.stderr.isatty():
+        return list(list_conversations(store))
+    return sessions
+
+
+def _summary(verb: str, stats: TransferStats) -> str:
     skipped = f", {stats.records_skipped} already there" if stats.records_skipped else ""
     return (
         f"{verb} {stats.sessions} session(s), {stats.records_copied} record(s), "
@@ -61,9 +61,10 @@ def _summary(verb: str, stats: Any) -> str:
 def run_export(choice: StoreChoice, sessions: list[str] | None, output: str) -> int:
     """Export the chosen store (all sessions, or ``sessions``) as JSON Lines."""
     with _opened(choice, read_only=True) as store, _file(output, "w", sys.stdout) as out:
-        api = _api()
         with Progress("export") as progress:
-            stats = api.export_jsonl(store, out, sessions=sessions, progress=progress.callback)
+            stats = export_jsonl(
+                store, out, sessions=_counted(store, sessions), progress=progress.callback
+            )
         out.flush()
     print(_summary("exported", stats), file=sys.stderr)
     return 0
@@ -76,8 +77,7 @@ def run_import(choice: StoreChoice, source: str) -> int:
         _file(source, "r", sys.stdin) as data,
         Progress("import") as progress,
     ):
-        api = _api()
-        stats = api.import_jsonl(store, data, progress=progress.callback)
+        stats = import_jsonl(store, data, progress=progress.callback)
     print(_summary("imported", stats), file=sys.stderr)
     return 0
 
@@ -86,26 +86,18 @@ def run_migrate(
     source: StoreChoice, destination: StoreChoice, sessions: list[str] | None, *, verify: bool
 ) -> int:
     """Copy ``source`` into ``destination`` and verify; 1 when the copy does not match."""
-    from chatkeep.core import errors
-
-    failed: type[Exception] = getattr(errors, "VerificationFailed", ChatkeepError)
     with _opened(source, read_only=True) as src, _opened(destination, read_only=False) as dst:
-        api = _api()
         try:
             with Progress("migrate") as progress:
-                stats = api.migrate(
-                    src, dst, sessions=sessions, progress=progress.callback, verify=verify
+                stats = migrate(
+                    src,
+                    dst,
+                    sessions=_counted(src, sessions),
+                    progress=progress.callback,
+                    verify=verify,
                 )
-        except failed as error:
-            if failed is ChatkeepError:
-                raise  # no VerificationFailed in this core: any other error is not one
-            print(f"chatkeep: verification failed: {error}", file=sys.stderr)
-            for mismatch in getattr(error, "mismatches", [])[:20]:
-                print(
-                    f"  {mismatch.session_id!r}: {mismatch.source_count} record(s) in the "
-                    f"source, {mismatch.destination_count} in the destination",
-                    file=sys.stderr,
-                )
+        except VerificationFailed as error:
+            print(f"chatkeep: {redact_text(str(error))}", file=sys.stderr)
             return 1
     checked = " and verified" if verify else " (not verified)"
     print(_summary("copied", stats) + checked, file=sys.stderr)
