@@ -82,7 +82,22 @@ def _complete_session(ctx: click.Context, _param: click.Parameter, incomplete: s
         return []
 
 
+class _PipeClosed(Exception):
+    """The reader of our stdout went away (``chatkeep ... | head -1``)."""
+
+
+class _Group(click.Group):
+    """click turns a closed pipe into exit 1; the CLI wants quiet 141, as `yes | head -1`."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as error:
+            raise _PipeClosed from error
+
+
 @click.group(
+    cls=_Group,
     context_settings=CONTEXT,
     epilog="""\b
 Examples:
@@ -313,6 +328,7 @@ def chat(**options: Any) -> int:
     "  chatkeep export sqlite:///chats.db --session trip --session work -o two.jsonl",
 )
 @click.argument("url", metavar="[URL]", required=False)
+@click.option("--url", "url_option", metavar="URL", help=URL_HELP.replace(".", " (or as URL)."))
 @click.option(
     "--session", "session_ids", multiple=True, metavar="ID", help="Only this session (repeat)."
 )
@@ -320,12 +336,24 @@ def chat(**options: Any) -> int:
     "-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), default="-",
     help="Write here instead of stdout.",
 )  # fmt: skip
-def export_command(url: str | None, session_ids: tuple[str, ...], output: str) -> int:
+def export_command(
+    url: str | None, url_option: str | None, session_ids: tuple[str, ...], output: str
+) -> int:
     """Write the store's sessions as JSON Lines (read-only). URL defaults like --url."""
-    from .stores import choose
     from .transfer import run_export
 
-    return run_export(choose(url, option="the URL argument"), list(session_ids) or None, output)
+    return run_export(_url_or_option(url, url_option), list(session_ids) or None, output)
+
+
+def _url_or_option(url: str | None, url_option: str | None) -> Any:
+    """The store of ``export``/``import``: the URL argument or ``--url``, not both."""
+    from .stores import choose
+
+    if url and url_option:
+        raise click.UsageError("give the store as URL or as --url, not both")
+    if url:
+        return choose(url, option="the URL argument")
+    return choose(url_option)
 
 
 @cli.command(
@@ -334,16 +362,16 @@ def export_command(url: str | None, session_ids: tuple[str, ...], output: str) -
     "  chatkeep import postgresql://localhost/chats -i backup.jsonl",
 )
 @click.argument("url", metavar="[URL]", required=False)
+@click.option("--url", "url_option", metavar="URL", help=URL_HELP.replace(".", " (or as URL)."))
 @click.option(
     "-i", "--input", "source", type=click.Path(dir_okay=False, allow_dash=True), default="-",
     help="Read here instead of stdin.",
 )  # fmt: skip
-def import_command(url: str | None, source: str) -> int:
+def import_command(url: str | None, url_option: str | None, source: str) -> int:
     """Append an export's records to the store (records already there are skipped)."""
-    from .stores import choose
     from .transfer import run_import
 
-    return run_import(choose(url, option="the URL argument"), source)
+    return run_import(_url_or_option(url, url_option), source)
 
 
 @cli.command(
@@ -488,7 +516,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error.exit_code
     except (click.Abort, KeyboardInterrupt):
         return EXIT_INTERRUPTED  # click already ended the line on stderr
-    except BrokenPipeError:
+    except (BrokenPipeError, _PipeClosed):
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except ChatkeepError as error:

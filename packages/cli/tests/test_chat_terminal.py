@@ -1,0 +1,106 @@
+"""``chatkeep chat`` on a pseudo-terminal (the stdlib ``pty``), as a person types: arrows
+edit the line, the up arrow recalls it, Ctrl-C clears a line that has text and leaves at
+an empty prompt (exit 130, no traceback)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+from chatkeep.core import open_store, read_view
+
+CHATKEEP = Path(sys.executable).with_name("chatkeep")
+LEFT, UP, CTRL_C, CTRL_D = b"\x1b[D", b"\x1b[A", b"\x03", b"\x04"
+
+
+class Terminal:
+    """A process on a pseudo-terminal; :meth:`expect` waits for text on its screen."""
+
+    def __init__(self, *argv: str, cwd: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CHATKEEP_")}
+        env["TERM"] = "xterm"
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: the chat on the terminal
+            os.chdir(cwd)
+            os.execve(str(CHATKEEP), [str(CHATKEEP), *argv], env)
+        self.pid, self.fd = pid, fd
+        self.screen = b""
+
+    def _read(self, timeout: float) -> bool:
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return True
+        try:
+            data = os.read(self.fd, 4096)
+        except OSError:  # the child closed the terminal
+            return False
+        self.screen += data
+        return bool(data)
+
+    def expect(self, text: str, timeout: float = 60.0) -> None:
+        """Wait until ``text`` has appeared on the screen since the last expect."""
+        deadline = time.monotonic() + timeout
+        want = text.encode()
+        while want not in self.screen:
+            if time.monotonic() > deadline or not self._read(0.1):
+                raise AssertionError(f"{text!r} not shown; screen: {self.screen.decode()!r}")
+        self.screen = self.screen[self.screen.index(want) + len(want) :]
+
+    def type(self, keys: bytes) -> None:
+        """Send keys, one write each, so the terminal sees them as typed."""
+        os.write(self.fd, keys)
+        time.sleep(0.15)
+
+    def exit_code(self, timeout: float = 30.0) -> int:
+        """Wait for the process; return its exit code (reading what it still prints)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                while self._read(0.05):
+                    pass
+                return os.waitstatus_to_exitcode(status)
+            self._read(0.05)
+        os.kill(self.pid, signal.SIGKILL)
+        raise AssertionError(f"still running; screen: {self.screen.decode()!r}")
+
+
+def test_line_editing_history_and_ctrl_c(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'chat.db'}"
+    term = Terminal("chat", "--url", url, "--session", "s", cwd=tmp_path)
+    term.expect("you> ")
+    term.type(b"hello")
+    term.type(LEFT + LEFT)
+    term.type(b"X\r")  # inserted before "lo": the arrows moved the cursor, printed nothing
+    term.expect("[seen 1] first: 'helXlo'")
+    term.expect("you> ")
+    term.type(b"never sent")
+    term.type(CTRL_C)  # a line with text: cleared, a new prompt, the chat goes on
+    term.expect("you> ")
+    term.type(UP + b"\r")  # the history holds the sent line, not the cleared one
+    term.expect("[seen 3] first: 'helXlo' | latest: 'helXlo'")
+    term.expect("you> ")
+    term.type(CTRL_C)  # at an empty prompt: leave
+    code = term.exit_code()
+    screen = term.screen.decode(errors="replace")
+    assert code == 130, screen
+    assert "Traceback" not in screen and "KeyboardInterrupt" not in screen
+    assert "^[[" not in screen  # no raw escape sequences echoed
+    with open_store(url) as store:
+        texts = [m.text for m in read_view(store, "s") if m.role == "user"]
+    assert texts == ["helXlo", "helXlo"]  # "never sent" never was
+
+
+def test_end_of_input_leaves_with_0(tmp_path: Path) -> None:
+    term = Terminal("chat", "--url", "memory://", cwd=tmp_path)
+    term.expect("you> ")
+    term.type(b"/switch nowhere\r")
+    term.expect("session 'nowhere' does not exist")
+    term.expect("you> ")
+    term.type(CTRL_D)
+    assert term.exit_code() == 0
