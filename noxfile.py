@@ -164,8 +164,15 @@ def reliability(session: nox.Session) -> None:
 
 @nox.session(tags=["ci"])
 def demo(session: nox.Session) -> None:
-    """The demo on the embedded SQLite default (or CHATKEEP_URL)."""
-    _install(session)
+    """The demo on the embedded SQLite default (or CHATKEEP_URL): installs `chatkeep` as a
+    user gets it (the core, SQLite and the CLI), plus the backend another URL needs."""
+    args = list(session.posargs)
+    url = args[args.index("--url") + 1] if "--url" in args[:-1] else os.environ.get("CHATKEEP_URL")
+    extras = [f"--extra={extra}" for extra in _extras_for(url or "")]
+    session.run_install(
+        "uv", "sync", "--locked", "--no-dev", *extras,
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )  # fmt: skip
     workdir = ROOT / ".cache" / "demo"
     workdir.mkdir(parents=True, exist_ok=True)
     with session.chdir(workdir):
@@ -175,6 +182,31 @@ def demo(session: nox.Session) -> None:
             *session.posargs,
             env={"CHATKEEP_URL": os.environ.get("CHATKEEP_URL", "")},
         )
+    if not url:  # the demo's default store, read from this folder with the session's CLI
+        cli = Path(session.virtualenv.location, "bin", "chatkeep")
+        shown = cli.relative_to(ROOT) if cli.is_relative_to(ROOT) else cli
+        store = (workdir / "chatkeep.db").relative_to(ROOT)
+        session.log(f"to look at it again: {shown} sessions list --url sqlite:///{store}")
+
+
+#: The extra of the meta-distribution that brings the backend of a URL scheme.
+DEMO_EXTRAS = {
+    "redis": "redis",
+    "rediss": "redis",
+    "redis+cluster": "redis",
+    "postgresql": "postgres",
+    "postgres": "postgres",
+    "s3": "s3",
+    "azblob": "azure-blob",
+}
+
+
+def _extras_for(url: str) -> list[str]:
+    """The extras the demo needs for ``url`` (none for SQLite and memory)."""
+    scheme = url.split("://", 1)[0].lower()
+    if scheme.startswith("encrypted+"):
+        return ["encrypted", *_extras_for(url[len("encrypted+") :])]
+    return [DEMO_EXTRAS[scheme]] if scheme in DEMO_EXTRAS else []
 
 
 #: What the bench session installs beside chatkeep: the peer libraries it compares with,

@@ -34,7 +34,11 @@ def test_demo_on_the_embedded_sqlite_default(tmp_path: Path) -> None:
     assert "second process" in result.stdout
     # The resumed process saw the six earlier messages and the first user message.
     assert "[seen 7] first: 'Hi! My name is Ada.'" in result.stdout
-    assert (tmp_path / "chatkeep-demo.db").exists()
+    # The one default store of every command, so `sessions list` finds the demo's session.
+    assert (tmp_path / "chatkeep.db").exists()
+    listing = chatkeep("sessions", "list", cwd=tmp_path)
+    assert listing.returncode == 0, listing.stderr
+    assert len(listing.stdout.splitlines()) == 3  # header, the session and its fork
 
 
 def test_demo_follows_chatkeep_url(tmp_path: Path) -> None:
@@ -42,7 +46,7 @@ def test_demo_follows_chatkeep_url(tmp_path: Path) -> None:
     result = chatkeep("demo", cwd=tmp_path, env={"CHATKEEP_URL": url})
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "elsewhere.db").exists()
-    assert not (tmp_path / "chatkeep-demo.db").exists()
+    assert not (tmp_path / "chatkeep.db").exists()
 
 
 def test_demo_on_memory_resumes_in_process(tmp_path: Path) -> None:
