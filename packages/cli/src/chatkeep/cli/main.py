@@ -220,12 +220,19 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
 @click.option(
     "--json", "as_json", is_flag=True, help="One JSON object per line (JSON Lines), newest first."
 )
-def sessions_list(url: str | None, limit: int, prefix: str | None, as_json: bool) -> int:
+@click.option("-q", "--quiet", is_flag=True, help="Only the ids, one per line.")
+def sessions_list(
+    url: str | None, limit: int, prefix: str | None, *, as_json: bool, quiet: bool
+) -> int:
     """The stored sessions, newest first: ID  MESSAGES  UPDATED  TITLE (read-only)."""
     from .sessions import list_sessions
     from .stores import choose
 
-    return list_sessions(choose(url), limit=limit or None, prefix=prefix, as_json=as_json)
+    if as_json and quiet:
+        raise click.UsageError("--json and --quiet do not go together")
+    return list_sessions(
+        choose(url), limit=limit or None, prefix=prefix, as_json=as_json, quiet=quiet
+    )
 
 
 @sessions.command("show")

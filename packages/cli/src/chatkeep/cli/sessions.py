@@ -151,11 +151,21 @@ def _short(text: str | None, width: int = 50) -> str:
 
 
 def list_sessions(
-    choice: StoreChoice, *, limit: int | None, prefix: str | None, as_json: bool
+    choice: StoreChoice,
+    *,
+    limit: int | None,
+    prefix: str | None,
+    as_json: bool = False,
+    quiet: bool = False,
 ) -> int:
-    """``sessions list``: newest first, ``ID  MESSAGES  UPDATED  TITLE``, or JSON Lines."""
+    """``sessions list``: newest first, ``ID  MESSAGES  UPDATED  TITLE``, JSON Lines, or
+    (``quiet``) the ids alone."""
     with _store(choice, read_only=True) as store:
         infos = _infos(store, prefix, limit)
+    if quiet:
+        for info in infos:
+            print(info.id)
+        return 0
     if as_json:
         for info in infos:
             row = {
