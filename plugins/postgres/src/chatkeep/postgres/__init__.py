@@ -18,9 +18,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .migrate import SchemaNotReady, migration_script
-    from .options import PostgresOptions
-    from .schema import LATEST_VERSION
+    from .config import PostgresOptions
+    from .migrate import LATEST_VERSION, SchemaNotReady, migration_script
     from .store import PostgresStore
 
 __all__ = [
@@ -32,8 +31,8 @@ __all__ = [
 ]
 
 _HOMES = {
-    "LATEST_VERSION": ".schema",
-    "PostgresOptions": ".options",
+    "LATEST_VERSION": ".migrate",
+    "PostgresOptions": ".config",
     "PostgresStore": ".store",
     "SchemaNotReady": ".migrate",
     "migration_script": ".migrate",

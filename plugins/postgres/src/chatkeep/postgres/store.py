@@ -23,49 +23,25 @@ from psycopg.rows import RowMaker, tuple_row
 from psycopg.types.numeric import Int8
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from chatkeep.core import AppendConflict, Record, RecordConflict, StoreUnavailable, redact_url
+from chatkeep.core.backend import Record, StoreUnavailable, prefix_upper_bound, redact_url
 
-from .faults import backoff, is_retryable, safe_cause, unavailable
+from . import sql as pgsql
+from .config import PostgresOptions, parse_url, password_forms, with_statement_timeout
+from .faults import RETRYABLE, Call, Faults, backoff, is_retryable
+from .layout import Names
 from .migrate import ensure_schema
-from .options import PostgresOptions, parse_url, password_forms, with_statement_timeout
 from .plugin import CAPABILITIES
-from .schema import APPEND_CONFLICT_STATE, RECORD_CONFLICT_STATE, Names, Queries
+from .sql import Queries
 
 __all__ = ["PostgresStore"]
 
-# Errors that mean "the connection or server failed" (as opposed to a bad statement).
-_CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
-
-
-def _conflict(
-    exc: psycopg.Error, params: Sequence[Any] | dict[str, Any]
-) -> RecordConflict | AppendConflict | None:
-    """The typed error for the append functions' own SQLSTATEs (CK409, CK412), if it is one."""
-    if exc.sqlstate == RECORD_CONFLICT_STATE:
-        assert isinstance(params, tuple)
-        return RecordConflict(params[1], exc.diag.message_detail or "")
-    if exc.sqlstate == APPEND_CONFLICT_STATE:
-        assert isinstance(params, tuple)
-        return AppendConflict(params[1], params[5])
-    return None
+#: Statement parameters: positional or named.
+Params = Sequence[Any] | dict[str, Any]
 
 
 def _record_rows(cursor: Any) -> RowMaker[Record]:
     """psycopg row factory building :class:`Record` straight from ``(record_id, data)``."""
     return Record._make
-
-
-def _prefix_upper_bound(prefix: str) -> str | None:
-    """The smallest string greater than every string starting with ``prefix``, in code-point
-    order (which is byte order of UTF-8, i.e. ``COLLATE "C"``); ``None`` if unbounded."""
-    chars = list(prefix)
-    while chars:
-        code = ord(chars.pop()) + 1
-        if code == 0xD800:  # surrogates cannot occur in UTF-8 text: skip them
-            code = 0xE000
-        if code <= 0x10FFFF:
-            return "".join(chars) + chr(code)
-    return None
 
 
 class PostgresStore:
@@ -99,6 +75,7 @@ class PostgresStore:
         }
         password = str(params.get("password") or "")
         self._secrets: tuple[str, ...] = tuple({*password_forms(url), password} - {""})
+        self._faults = Faults(self.url, self._secrets)
         self._names = Names(settings.schema, settings.table_prefix)
         self._namespace = settings.namespace or ""
         self._ttl = None if settings.ttl is None else timedelta(seconds=settings.ttl)
@@ -139,14 +116,6 @@ class PostgresStore:
 
     # -- failure handling -----------------------------------------------------------------
 
-    def _raise_unavailable(self, exc: BaseException, action: str, attempts: int) -> NoReturn:
-        error = unavailable(
-            exc, where=self.url, action=action, attempts=attempts, secrets=self._secrets
-        )
-        # Raised outside any ``except`` block, so the only link to ``exc`` is this one, and
-        # only when ``exc`` cannot leak the password.
-        raise error from safe_cause(exc, self._secrets)
-
     def _raise_closed(self) -> NoReturn:
         raise StoreUnavailable(f"the PostgreSQL store {self.url} is closed; open a new one")
 
@@ -160,21 +129,21 @@ class PostgresStore:
         return self._queries
 
     def _migrate(self, *, allow: bool) -> int:
-        attempt = 0
+        call = Call("connecting")
         while True:
-            attempt += 1
-            try:
-                # A plain connection without statement_timeout: waiting on the migration
-                # lock while another process migrates must not time out.
-                with psycopg.connect(**self._params, autocommit=True) as conn:
-                    applied = ensure_schema(conn, self._names, migrate=allow)
-                    self._queries = Queries.render(self._names, conn)
-                return applied
-            except _CONNECTION_ERRORS as exc:
-                failure: BaseException = exc
-            if not is_retryable(failure) or attempt > self.options.retries:
-                self._raise_unavailable(failure, "connecting", attempt)
-            time.sleep(backoff(attempt))
+            with self._faults.mapped(call):
+                try:
+                    # A plain connection without statement_timeout: waiting on the migration
+                    # lock while another process migrates must not time out.
+                    with psycopg.connect(**self._params, autocommit=True) as conn:
+                        applied = ensure_schema(conn, self._names, migrate=allow)
+                        self._queries = Queries.render(self._names, conn)
+                    return applied
+                except RETRYABLE as exc:
+                    if not is_retryable(exc) or call.attempts > self.options.retries:
+                        raise
+            time.sleep(backoff(call.attempts))
+            call = call._replace(attempts=call.attempts + 1)
 
     def migrate(self) -> int:
         """Apply pending schema migrations now and return how many this call applied.
@@ -282,66 +251,49 @@ class PostgresStore:
     # -- one statement, retried -------------------------------------------------------------
 
     def _run(
-        self,
-        action: str,
-        statement: str,
-        params: Sequence[Any] | dict[str, Any],
-        row_factory: Any = tuple_row,
+        self, call: Call, statement: str, params: Params, row_factory: Any = tuple_row
     ) -> list[Any]:
-        attempt = 0
+        """Execute one of the rendered statements and fetch its rows, retrying connection
+        failures; every other error leaves through the fault table."""
         while True:
-            attempt += 1
             pool, queries = self._sync_pool()
-            try:
-                with pool.connection() as conn:
-                    cursor = conn.cursor(binary=True, row_factory=row_factory)
-                    cursor.execute(getattr(queries, statement), params)
-                    return cursor.fetchall() if cursor.description else []
-            except psycopg.Error as exc:
-                conflict = _conflict(exc, params)
-                if conflict is not None:
-                    raise conflict from None
-                if not isinstance(exc, _CONNECTION_ERRORS):
-                    raise
-                failure: BaseException = exc
-            if self._closed:
-                self._raise_closed()
-            if not is_retryable(failure) or attempt > self.options.retries:
-                self._raise_unavailable(failure, action, attempt)
-            if attempt == 1:
+            with self._faults.mapped(call):
+                try:
+                    with pool.connection() as conn:
+                        cursor = conn.cursor(binary=True, row_factory=row_factory)
+                        cursor.execute(getattr(queries, statement), params)
+                        return cursor.fetchall() if cursor.description else []
+                except RETRYABLE as exc:
+                    if self._closed:
+                        self._raise_closed()
+                    if not is_retryable(exc) or call.attempts > self.options.retries:
+                        raise
+            if call.attempts == 1:
                 pool.check()  # drop every idle connection the same outage broke
-            time.sleep(backoff(attempt))
+            time.sleep(backoff(call.attempts))
+            call = call._replace(attempts=call.attempts + 1)
 
     async def _arun(
-        self,
-        action: str,
-        statement: str,
-        params: Sequence[Any] | dict[str, Any],
-        row_factory: Any = tuple_row,
+        self, call: Call, statement: str, params: Params, row_factory: Any = tuple_row
     ) -> list[Any]:
-        attempt = 0
+        """Async :meth:`_run`."""
         while True:
-            attempt += 1
             pool, queries = await self._async_pool()
-            try:
-                async with pool.connection() as conn:
-                    cursor = conn.cursor(binary=True, row_factory=row_factory)
-                    await cursor.execute(getattr(queries, statement), params)
-                    return await cursor.fetchall() if cursor.description else []
-            except psycopg.Error as exc:
-                conflict = _conflict(exc, params)
-                if conflict is not None:
-                    raise conflict from None
-                if not isinstance(exc, _CONNECTION_ERRORS):
-                    raise
-                failure: BaseException = exc
-            if self._closed:
-                self._raise_closed()
-            if not is_retryable(failure) or attempt > self.options.retries:
-                self._raise_unavailable(failure, action, attempt)
-            if attempt == 1:
+            with self._faults.mapped(call):
+                try:
+                    async with pool.connection() as conn:
+                        cursor = conn.cursor(binary=True, row_factory=row_factory)
+                        await cursor.execute(getattr(queries, statement), params)
+                        return await cursor.fetchall() if cursor.description else []
+                except RETRYABLE as exc:
+                    if self._closed:
+                        self._raise_closed()
+                    if not is_retryable(exc) or call.attempts > self.options.retries:
+                        raise
+            if call.attempts == 1:
                 await pool.check()
-            await asyncio.sleep(backoff(attempt))
+            await asyncio.sleep(backoff(call.attempts))
+            call = call._replace(attempts=call.attempts + 1)
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -359,7 +311,7 @@ class PostgresStore:
         }
 
     def _list_params(self, prefix: str | None, after: str) -> tuple[str, dict[str, Any]]:
-        upper = None if not prefix else _prefix_upper_bound(prefix)
+        upper = None if not prefix else prefix_upper_bound(prefix)
         params = {
             "namespace": self._namespace,
             "lower": prefix or "",
@@ -373,28 +325,37 @@ class PostgresStore:
 
     def append(self, session_id: str, records: list[Record]) -> None:
         """Append ``records`` atomically, skipping ids the session already has."""
-        self._run("append", "append", self._append_params(session_id, records))
+        self._run(Call("append", session_id), "append", self._append_params(session_id, records))
 
     def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
         """Append only if the session still ends at record ``after`` (``None``: empty); else
         raise :class:`~chatkeep.core.AppendConflict`. One round trip: the function locks the
         session row, checks and appends in one transaction."""
-        self._run("append", "append_if", (*self._append_params(session_id, records), after))
+        self._run(
+            Call("append", session_id, after),
+            "append_if",
+            (*self._append_params(session_id, records), after),
+        )
 
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """The records of ``log[start:stop]``, in order ([] for an unknown session)."""
-        return self._run("read", "read", self._read_params(session_id, start, stop), _record_rows)
+        return self._run(
+            Call("read", session_id),
+            "read",
+            self._read_params(session_id, start, stop),
+            _record_rows,
+        )
 
     def delete(self, session_id: str) -> None:
         """Erase the session: its records and its row (waits for in-flight appends)."""
-        self._run("delete", "delete", (self._namespace, session_id))
+        self._run(Call("delete", session_id), "delete", (self._namespace, session_id))
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
         """Yield live session ids (in code-point order), fetched a page at a time."""
         after = ""
         while True:
             statement, params = self._list_params(prefix, after)
-            rows = self._run("list_sessions", statement, params)
+            rows = self._run(Call("list_sessions"), statement, params)
             for (session_id,) in rows:
                 yield session_id
             if len(rows) < self.options.list_page_size:
@@ -407,8 +368,8 @@ class PostgresStore:
         ``synchronous_commit`` on, PostgreSQL's defaults), else ``"server"`` at best."""
         pool, _ = self._sync_pool()
         with pool.connection() as conn:
-            fsync = conn.execute("SHOW fsync").fetchone()
-            commit = conn.execute("SHOW synchronous_commit").fetchone()
+            fsync = conn.execute(pgsql.SHOW_FSYNC).fetchone()
+            commit = conn.execute(pgsql.SHOW_SYNCHRONOUS_COMMIT).fetchone()
         synced = fsync is not None and fsync[0] == "on"
         committed = commit is not None and commit[0] in ("on", "remote_write", "remote_apply")
         return "power" if synced and committed else "server"
@@ -422,7 +383,7 @@ class PostgresStore:
         namespace = None if all_namespaces else self._namespace
         total = 0
         while True:
-            rows = self._run("purge_expired", "purge", (namespace, batch_size))
+            rows = self._run(Call("purge_expired"), "purge", (namespace, batch_size))
             purged = int(rows[0][0])
             total += purged
             if purged < batch_size:
@@ -452,28 +413,36 @@ class PostgresStore:
 
     async def aappend(self, session_id: str, records: list[Record]) -> None:
         """Async :meth:`append`."""
-        await self._arun("append", "append", self._append_params(session_id, records))
+        params = self._append_params(session_id, records)
+        await self._arun(Call("append", session_id), "append", params)
 
     async def aappend_if(self, session_id: str, records: list[Record], after: str | None) -> None:
         """Async :meth:`append_if`."""
-        await self._arun("append", "append_if", (*self._append_params(session_id, records), after))
+        await self._arun(
+            Call("append", session_id, after),
+            "append_if",
+            (*self._append_params(session_id, records), after),
+        )
 
     async def aread(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """Async :meth:`read`."""
         return await self._arun(
-            "read", "read", self._read_params(session_id, start, stop), _record_rows
+            Call("read", session_id),
+            "read",
+            self._read_params(session_id, start, stop),
+            _record_rows,
         )
 
     async def adelete(self, session_id: str) -> None:
         """Async :meth:`delete`."""
-        await self._arun("delete", "delete", (self._namespace, session_id))
+        await self._arun(Call("delete", session_id), "delete", (self._namespace, session_id))
 
     async def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
         """Async :meth:`list_sessions`."""
         after = ""
         while True:
             statement, params = self._list_params(prefix, after)
-            rows = await self._arun("list_sessions", statement, params)
+            rows = await self._arun(Call("list_sessions"), statement, params)
             for (session_id,) in rows:
                 yield session_id
             if len(rows) < self.options.list_page_size:
@@ -485,7 +454,7 @@ class PostgresStore:
         namespace = None if all_namespaces else self._namespace
         total = 0
         while True:
-            rows = await self._arun("purge_expired", "purge", (namespace, batch_size))
+            rows = await self._arun(Call("purge_expired"), "purge", (namespace, batch_size))
             purged = int(rows[0][0])
             total += purged
             if purged < batch_size:
