@@ -21,11 +21,13 @@ from chatkeep.core.backend import check_namespace
 __all__ = [
     "MAX_NAMESPACE_LENGTH",
     "MAX_TABLE_PREFIX_LENGTH",
+    "MODES",
     "PostgresOptions",
     "check_identifier",
     "parse_url",
     "password_forms",
     "scrub",
+    "with_server_options",
     "with_statement_timeout",
 ]
 
@@ -40,6 +42,8 @@ _PREFIX = re.compile(r"^(?:[a-z_][a-z0-9_]{0,31})?$")
 #: Schemas the server owns besides every ``pg_*`` one (which PostgreSQL reserves): chatkeep
 #: never creates tables there.
 _RESERVED_SCHEMAS = frozenset({"information_schema"})
+#: The values of the ``mode`` option: read-only, or read, write and create (the default).
+MODES = ("ro", "rwc")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -64,6 +68,9 @@ class PostgresOptions:
     ``prepare_threshold``: psycopg's server-side prepare threshold; ``None`` disables
     prepared statements (PgBouncer in transaction mode before 1.21).
     ``application_name``: shown in ``pg_stat_activity`` unless the URL sets one.
+    ``mode``: ``"rwc"`` (read, write, create the schema) or ``"ro"``: a read-only handle
+    that never creates the schema, never migrates and never writes (its connections run
+    read-only transactions, so the server refuses any write too).
     """
 
     schema: str = "chatkeep"
@@ -80,8 +87,14 @@ class PostgresOptions:
     list_page_size: int = 500
     prepare_threshold: int | None = 5
     application_name: str = "chatkeep"
+    mode: str = "rwc"
 
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise InvalidOption(
+                f"mode must be one of {', '.join(MODES)} (ro: a read-only handle), "
+                f"not {self.mode!r}"
+            )
         check_identifier(self.schema, "schema")
         check_identifier(self.table_prefix, "table_prefix")
         if self.namespace is not None:  # None: the default namespace (stored as "")
@@ -105,6 +118,11 @@ class PostgresOptions:
             raise InvalidOption("list_page_size must be >= 1")
         if self.prepare_threshold is not None and self.prepare_threshold < 0:
             raise InvalidOption("prepare_threshold must be >= 0 or None")
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this is a read-only handle (``mode=ro``)."""
+        return self.mode == "ro"
 
 
 _FIELDS = {field.name: field for field in fields(PostgresOptions)}
@@ -191,7 +209,7 @@ def _check_types(options: Mapping[str, Any]) -> None:
             raise InvalidOption("option migrate must be a bool")
         elif name == "namespace" and value is None:
             continue
-        elif name in ("schema", "table_prefix", "namespace", "application_name") and not (
+        elif name in ("schema", "table_prefix", "namespace", "application_name", "mode") and not (
             isinstance(value, str)
         ):
             raise InvalidOption(f"option {name} must be a str, not {type(value).__name__}")
@@ -271,4 +289,17 @@ def with_statement_timeout(params: Mapping[str, Any], seconds: float | None) -> 
         milliseconds = max(1, round(seconds * 1000))
         existing = str(result.get("options") or "")
         result["options"] = f"{existing} -c statement_timeout={milliseconds}".strip()
+    return result
+
+
+def with_server_options(
+    params: Mapping[str, Any], *, statement_timeout: float | None, read_only: bool
+) -> dict[str, Any]:
+    """``params`` with libpq ``options`` extended for the store's session settings: the
+    statement timeout (if given) and, for a read-only handle, read-only transactions by
+    default (so the server itself refuses a write)."""
+    result = with_statement_timeout(params, statement_timeout)
+    if read_only:
+        existing = str(result.get("options") or "")
+        result["options"] = f"{existing} -c default_transaction_read_only=on".strip()
     return result

@@ -20,16 +20,18 @@ from psycopg import sql
 from chatkeep.core import ChatkeepError
 
 from . import sql as pgsql
-from .layout import Names
+from .layout import TABLES, Names
 
 __all__ = [
     "LATEST_VERSION",
     "MIGRATIONS",
+    "MIN_READABLE_VERSION",
     "Migration",
     "SchemaNotReady",
     "applied_version",
     "ensure_schema",
     "migration_script",
+    "readable_version",
 ]
 
 
@@ -54,6 +56,8 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 #: The version a store brings its schema to.
 LATEST_VERSION = MIGRATIONS[-1].version
+#: The oldest version a read-only handle reads: the tables it reads have not changed since.
+MIN_READABLE_VERSION = 1
 
 
 class SchemaNotReady(ChatkeepError, RuntimeError):
@@ -66,12 +70,36 @@ class SchemaNotReady(ChatkeepError, RuntimeError):
 
 def applied_version(conn: psycopg.Connection[Any], names: Names) -> int:
     """The highest migration version recorded in the schema, 0 when none."""
-    qualified = names.migrations_table.as_string(conn)
-    row = conn.execute(pgsql.RELATION_EXISTS, (qualified,)).fetchone()
-    if row is None or not row[0]:
+    if not _exists(conn, names.migrations_table.as_string(conn)):
         return 0
     found = conn.execute(pgsql.applied_version(names)).fetchone()
     return int(found[0]) if found else 0
+
+
+def readable_version(conn: psycopg.Connection[Any], names: Names) -> int:
+    """For a read-only handle (which never migrates): the schema's version, or 0 when the
+    database has no chatkeep tables there (a store that reads as empty).
+
+    Raises :class:`SchemaNotReady` for a version too old to read, or a schema whose
+    migrations table is there but whose tables are not (half-dropped by hand).
+    """
+    version = applied_version(conn, names)
+    if version == 0:
+        return 0
+    missing = [table for table in TABLES if not _exists(conn, names(table).as_string(conn))]
+    if version < MIN_READABLE_VERSION or missing:
+        what = f"lack the tables {', '.join(missing)}" if missing else f"are at version {version}"
+        raise SchemaNotReady(
+            f"chatkeep's tables in schema {names.schema!r} (prefix {names.prefix!r}) {what}; "
+            f"a read-only handle needs version {MIN_READABLE_VERSION} or later: run the "
+            "migrations (open the store once without mode=ro, or run migration_script())"
+        )
+    return version
+
+
+def _exists(conn: psycopg.Connection[Any], qualified: str) -> bool:
+    row = conn.execute(pgsql.RELATION_EXISTS, (qualified,)).fetchone()
+    return bool(row is not None and row[0])
 
 
 def _create_bookkeeping(conn: psycopg.Connection[Any], names: Names) -> None:

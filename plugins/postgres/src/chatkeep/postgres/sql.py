@@ -362,7 +362,7 @@ def migration_1(names: Names, conn: object) -> list[sql.Composed]:
 
 # -- the statements the store runs ----------------------------------------------------------
 
-_READ = """
+_BOUNDS = """
 WITH bounds AS MATERIALIZED (
     SELECT CASE WHEN %(start)s::bigint < 0 THEN greatest(s.length + %(start)s::bigint, 0)
                 ELSE %(start)s::bigint END AS low,
@@ -372,16 +372,44 @@ WITH bounds AS MATERIALIZED (
       FROM {sessions} AS s
      WHERE s.namespace = %(namespace)s AND s.session_id = %(session_id)s
        AND (s.expires_at IS NULL OR s.expires_at > now())
-)
-SELECT r.record_id, r.data
-  FROM {records} AS r
- WHERE r.namespace = %(namespace)s AND r.session_id = %(session_id)s
-   AND r.seq >= (SELECT low FROM bounds) AND r.seq < (SELECT high FROM bounds)
- ORDER BY r.seq
+)"""
+
+_READ = """
+{bounds}
+SELECT u.record_id, u.data
+  FROM (SELECT b.low - 1 AS seq, NULL::text COLLATE "C" AS record_id,
+               int8send(b.low) || int8send(b.high) AS data
+          FROM bounds AS b
+        UNION ALL
+        (SELECT r.seq, r.record_id, r.data
+           FROM {records} AS r
+          WHERE r.namespace = %(namespace)s AND r.session_id = %(session_id)s
+            AND r.seq >= (SELECT low FROM bounds) AND r.seq < (SELECT high FROM bounds)
+          ORDER BY r.seq
+         OFFSET 0)) AS u
+ ORDER BY u.seq
 """
 # The bounds are computed first (a materialized CTE read through InitPlans), so the records
 # scan is always a primary-key range scan of exactly the slice, whatever the planner's
 # statistics say. (A plain join let a stats-less planner scan the whole session: O(n).)
+# The first row is a header, (NULL, low || high as two big-endian int8), ordered before
+# every record (its seq is low - 1); it exists exactly when the session does. The store
+# compares the records returned with high - low: positions are unique and inside the range,
+# so equal counts mean no position is missing. The ordered subquery (OFFSET 0 keeps it one)
+# and the header merge without a sort (a Merge Append).
+
+#: The header row's ``data``: the slice's first position and its end, big-endian int8s.
+READ_HEADER_FORMAT = ">qq"
+
+_READ_POSITIONS = """
+{bounds}
+SELECT b.low, b.high, r.seq
+  FROM bounds AS b
+  LEFT JOIN {records} AS r
+    ON r.namespace = %(namespace)s AND r.session_id = %(session_id)s
+   AND r.seq >= b.low AND r.seq < b.high
+"""
+# Only after a read came back short (damage): which positions of the slice exist.
 
 _LIST = """
 SELECT s.session_id
@@ -406,6 +434,11 @@ class Queries:
     purge: bytes
     list_all: bytes
     list_bounded: bytes
+    read_positions: bytes
+    damage_garbage: bytes
+    damage_truncated: bytes
+    damage_missing: bytes
+    storage_contains: bytes
 
     @classmethod
     def render(cls, names: Names, conn: object) -> Queries:
@@ -415,6 +448,7 @@ class Queries:
             return composable.as_bytes(conn)  # type: ignore[arg-type]
 
         upper = sql.SQL("AND s.session_id < %(upper)s")
+        bounds = _statements(_BOUNDS, names)
         return cls(
             append=text(
                 sql.SQL("SELECT {}(%s, %s, %s::text[], %s::bytea[], %s::interval)").format(
@@ -426,12 +460,51 @@ class Queries:
                     "SELECT {}(%s, %s, %s::text[], %s::bytea[], %s::interval, %s::text)"
                 ).format(names("append_if"))
             ),
-            read=text(_statements(_READ, names)),
+            read=text(sql.SQL(_READ).format(bounds=bounds, **names.mapping())),
             delete=text(sql.SQL("SELECT {}(%s, %s)").format(names("delete_session"))),
             purge=text(sql.SQL("SELECT {}(%s, %s)").format(names("purge_expired"))),
             list_all=text(sql.SQL(_LIST).format(sessions=names("sessions"), upper=sql.SQL(""))),
             list_bounded=text(sql.SQL(_LIST).format(sessions=names("sessions"), upper=upper)),
+            read_positions=text(sql.SQL(_READ_POSITIONS).format(bounds=bounds, **names.mapping())),
+            damage_garbage=text(_statements(_DAMAGE_GARBAGE, names)),
+            damage_truncated=text(_statements(_DAMAGE_TRUNCATED, names)),
+            damage_missing=text(_statements(_DAMAGE_MISSING, names)),
+            storage_contains=text(_statements(_STORAGE_CONTAINS, names)),
         )
+
+
+# -- test hooks (chatkeep.testing.hooks): damage behind the store's back, look for bytes ----
+
+_DAMAGE_GARBAGE = """
+UPDATE {records} AS r SET data = '\\xfe000102'::bytea
+ WHERE r.namespace = %(namespace)s AND r.session_id = %(session_id)s AND r.seq = %(position)s
+RETURNING 1
+"""
+_DAMAGE_TRUNCATED = """
+UPDATE {records} AS r SET data = substr(r.data, 1, greatest(length(r.data) - 3, 1))
+ WHERE r.namespace = %(namespace)s AND r.session_id = %(session_id)s AND r.seq = %(position)s
+RETURNING 1
+"""
+_DAMAGE_MISSING = """
+DELETE FROM {records} AS r
+ WHERE r.namespace = %(namespace)s AND r.session_id = %(session_id)s AND r.seq = %(position)s
+RETURNING 1
+"""
+
+# Every column a caller's bytes can land in: record data, record and session ids, namespaces.
+# Only live row versions: a deleted row's bytes stay in the heap until VACUUM reclaims them.
+_STORAGE_CONTAINS = """
+SELECT EXISTS (
+           SELECT 1 FROM {records} AS r
+            WHERE position(%(needle)s::bytea IN r.data) > 0
+               OR position(%(needle)s::bytea IN convert_to(r.record_id, 'UTF8')) > 0
+               OR position(%(needle)s::bytea IN convert_to(r.session_id, 'UTF8')) > 0
+               OR position(%(needle)s::bytea IN convert_to(r.namespace, 'UTF8')) > 0)
+    OR EXISTS (
+           SELECT 1 FROM {sessions} AS s
+            WHERE position(%(needle)s::bytea IN convert_to(s.session_id, 'UTF8')) > 0
+               OR position(%(needle)s::bytea IN convert_to(s.namespace, 'UTF8')) > 0)
+"""
 
 
 # -- migrations' bookkeeping ------------------------------------------------------------------
