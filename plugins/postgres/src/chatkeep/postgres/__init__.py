@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .config import PostgresOptions
+    from .faults import ReadOnlyStore
     from .migrate import LATEST_VERSION, SchemaNotReady, migration_script
     from .store import PostgresStore
 
@@ -26,6 +27,7 @@ __all__ = [
     "LATEST_VERSION",
     "PostgresOptions",
     "PostgresStore",
+    "ReadOnlyStore",
     "SchemaNotReady",
     "migration_script",
 ]
@@ -34,6 +36,7 @@ _HOMES = {
     "LATEST_VERSION": ".migrate",
     "PostgresOptions": ".config",
     "PostgresStore": ".store",
+    "ReadOnlyStore": ".faults",
     "SchemaNotReady": ".migrate",
     "migration_script": ".migrate",
 }
