@@ -15,8 +15,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
-from chatkeep.core import InvalidOption, redact_url
-from chatkeep.core.backend import check_namespace
+from chatkeep.core.backend import MAX_NAMESPACE_LENGTH, InvalidOption, check_namespace, redact_url
 
 __all__ = [
     "MAX_NAMESPACE_LENGTH",
@@ -34,8 +33,8 @@ __all__ = [
 #: Longest table prefix: PostgreSQL truncates identifiers at 63 bytes and the longest name
 #: chatkeep derives from the prefix adds 25 characters.
 MAX_TABLE_PREFIX_LENGTH = 32
-#: A namespace is part of every index key; bounded so keys stay under btree's row limit.
-MAX_NAMESPACE_LENGTH = 128
+# MAX_NAMESPACE_LENGTH (the kit's): a namespace is part of every index key; bounded so keys
+# stay under btree's row limit.
 
 _SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _PREFIX = re.compile(r"^(?:[a-z_][a-z0-9_]{0,31})?$")

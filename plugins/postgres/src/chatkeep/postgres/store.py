@@ -3,9 +3,12 @@
 Each hook is one round trip: ``append`` calls the server-side ``append`` function (lock the
 session row, skip stored ids, insert the batch at consecutive positions, bump the length, in
 one transaction); ``read`` is one statement that turns the slice into a position range using
-the session's length and reads it through the primary key, so a tail read costs O(k).
-Connection-level failures are retried a bounded number of times (safe: every hook is
-idempotent), then surface as :class:`~chatkeep.core.StoreUnavailable`.
+the session's length and reads it through the primary key, so a tail read costs O(k), and
+whose header row says how many records the slice must hold (a missing row raises
+:class:`~chatkeep.core.CorruptRecord`). Connection-level failures are retried a bounded
+number of times (safe: every hook is idempotent), then surface as
+:class:`~chatkeep.core.StoreUnavailable`; every other driver error goes through the one
+table of :mod:`chatkeep.postgres.faults`. With ``mode=ro`` the handle never writes.
 """
 
 from __future__ import annotations
@@ -44,7 +47,6 @@ __all__ = ["PostgresStore"]
 
 #: Statement parameters: positional or named.
 Params = Sequence[Any] | dict[str, Any]
-
 
 #: Reads before giving up on a session whose log changes between a short read and the check
 #: of its positions (only a concurrent repair or delete does that).
