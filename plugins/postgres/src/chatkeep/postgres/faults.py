@@ -219,6 +219,13 @@ class _Mapped:
             _CALL.reset(token)
         if mapped is None:
             return False
+        cause = safe_cause(error, self.faults.secrets)
+        if cause is None:
+            # Raised inside ``__exit__``, the new error keeps ``error`` as its context (not
+            # shown by tracebacks, but reachable): mask the secret in ``error`` itself too.
+            error.args = tuple(
+                self.faults.scrub(arg) if isinstance(arg, str) else arg for arg in error.args
+            )
         if isinstance(mapped, (RecordConflict, AppendConflict, ReadOnlyStore)):
             raise mapped from None  # an answer, not a failure: the driver error adds nothing
-        raise mapped from safe_cause(error, self.faults.secrets)
+        raise mapped from cause
