@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ from chatkeep.core import (
 )
 from chatkeep.core.views import fork
 from chatkeep.testing.samples import HOSTILE_ID_FRAGMENTS
+from chatkeep.testing.servers import postgres_store_url
 
 CHATKEEP = Path(sys.executable).with_name("chatkeep")
 
@@ -334,3 +336,39 @@ def test_migrate_names_a_missing_source(tmp_path: Path) -> None:
     )
     assert "no store at sqlite:///nothing.db (from the SOURCE argument)" in line
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A schema of its own on the real PostgreSQL (dropped afterwards)."""
+    with ExitStack() as cleanup:
+        yield postgres_store_url(cleanup)
+
+
+def _schema_exists(url: str) -> bool:
+    import psycopg
+
+    server, _, query = url.partition("?")
+    schema = dict(piece.split("=", 1) for piece in query.split("&"))["schema"]
+    with psycopg.connect(server) as conn:
+        found = conn.execute(
+            "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (schema,)
+        ).fetchone()
+    return found is not None
+
+
+def test_postgres_read_commands_create_nothing_then_migrate_into_it(
+    postgres_url: str, filled: str, tmp_path: Path
+) -> None:
+    listing = chatkeep("sessions", "list", "--url", postgres_url, cwd=tmp_path)
+    assert listing.returncode == 0, listing.stderr
+    assert listing.stdout.splitlines() == ["ID  MESSAGES  UPDATED  TITLE"]
+    assert chatkeep("export", postgres_url, cwd=tmp_path).returncode == 0
+    assert not _schema_exists(postgres_url)  # mode=ro: no schema, no tables
+    migrated = chatkeep("migrate", filled, postgres_url, cwd=tmp_path)
+    assert migrated.returncode == 0, migrated.stderr
+    assert "copied 3 session(s)" in migrated.stderr and "and verified" in migrated.stderr
+    listing = chatkeep("sessions", "list", "--url", postgres_url, "--quiet", cwd=tmp_path)
+    assert sorted(listing.stdout.split()) == ["trip", "trip-fork", "work"]
+    shown = chatkeep("sessions", "show", "trip-fork", "--url", postgres_url, cwd=tmp_path)
+    assert "user      trip question 2" in shown.stdout
