@@ -98,3 +98,29 @@ def test_the_check_can_fail() -> None:
         "print(json.dumps({'loaded': sorted({m.split('.')[0] for m in sys.modules})}))"
     )
     assert "psycopg" in _run(program)["loaded"]
+
+
+#: What the CLI itself must not load for a plain listing: rich draws only on a terminal.
+CLI_HEAVY = HEAVY | {"rich", "chatkeep.testing", "chatkeep.vendors"}
+
+_CLI_PROGRAM = textwrap.dedent(
+    """
+    import contextlib, io, json, sys
+    from chatkeep.core import Record, open_store
+    from chatkeep.cli.main import main
+
+    with open_store(sys.argv[1]) as store:
+        store.append("s", [Record("a", b'{"type": "message", "role": "user", "contents": []}')])
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["sessions", "list", "--url", sys.argv[1]]) == 0
+        assert main(["--help"]) == 0
+    names = set(sys.modules)
+    print(json.dumps({"loaded": sorted(names | {n.split(".")[0] for n in names})}))
+    """
+)
+
+
+def test_the_cli_on_sqlite_loads_no_driver_rich_or_test_tooling(tmp_path: Path) -> None:
+    result = _run(_CLI_PROGRAM, f"sqlite:///{tmp_path / 'cli.db'}")
+    assert sorted(CLI_HEAVY & set(result["loaded"])) == []
+    assert "click" in result["loaded"] and "chatkeep.cli.sessions" in result["loaded"]
