@@ -20,6 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
+#: One stored message (the listing reads each session's metadata from its messages).
+MESSAGE = b'{"type":"message","role":"user","contents":[{"type":"text","text":"Hi"}]}'
+
 
 def _cli() -> list[str]:
     found = shutil.which("chatkeep", path=str(Path(sys.executable).parent))
@@ -64,7 +67,7 @@ def main() -> None:
 
         with open_store(url) as store:
             for n in range(20):
-                store.append(f"session-{n:02d}", [Record("m0", b'{"role":"user"}')])
+                store.append(f"session-{n:02d}", [Record("m0", MESSAGE)])
         cli = _cli()
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],

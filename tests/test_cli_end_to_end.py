@@ -78,7 +78,8 @@ def test_backends_json_lists_memory_and_sqlite(tmp_path: Path) -> None:
 def test_unknown_backend_is_a_clear_error(tmp_path: Path) -> None:
     result = chatkeep("demo", "--url", "nosuch://x", cwd=tmp_path)
     assert result.returncode == 2
-    assert "no chatkeep backend named 'nosuch'" in result.stderr
+    assert "no backend has the scheme 'nosuch'" in result.stderr
+    assert "installed schemes: " in result.stderr
     assert "memory" in result.stderr and "sqlite" in result.stderr
     assert "Traceback" not in result.stderr
 

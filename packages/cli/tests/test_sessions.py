@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import pytest
@@ -81,7 +82,8 @@ def test_show_is_a_readable_transcript_with_tool_calls(
     converse(url, "chat", turns=1, tool_call=True)
     code, out, _ = run(capsys, "sessions", "show", "chat", "--url", url)
     assert code == 0
-    lines = out.splitlines()
+    header, *lines = out.splitlines()
+    assert re.fullmatch(r"# chat: 4 messages, created [\d-]+ [\d:]+, updated [\d-]+ [\d:]+", header)
     assert lines[0] == "user      question 0"
     assert lines[1] == 'assistant → call weather({"city": "Oslo"})  [call-7]'
     assert lines[2] == 'tool      ← result [call-7]: {"city": "Oslo", "temp": 21}'
@@ -96,7 +98,7 @@ def test_show_is_a_readable_transcript_with_tool_calls(
         "arguments": {"city": "Oslo"},
     }
     code, out, _ = run(capsys, "sessions", "show", "chat", "--url", url, "--ids", "--last", "1")
-    (line,) = out.splitlines()
+    _header, line = out.splitlines()
     assert line.split()[0] == messages[-1]["message_id"]
 
 
@@ -196,5 +198,5 @@ def test_demo_shows_a_fork_and_an_undo(capsys: pytest.CaptureFixture[str]) -> No
     assert "  undo      > retracted 2 messages" in out
     assert "which is unchanged." in out
     assert out.rstrip().endswith(
-        "keeps nothing after this process: use a file or a server to keep it."
+        "memory:// keeps nothing once this process ends: use a file or a server."
     )

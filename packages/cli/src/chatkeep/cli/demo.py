@@ -31,7 +31,8 @@ from chatkeep.core import (
     undo,
 )
 
-from .stores import DEFAULT_URL, StoreChoice, open_store_for
+from .defaults import DEFAULT_URL
+from .stores import StoreChoice, open_store_for
 
 __all__ = ["run_demo", "run_resume"]
 
@@ -94,7 +95,7 @@ def run_demo(choice: StoreChoice) -> int:
     if code == 0 and durable:
         print(f"\nsee what it stored:\n  {_show_command(choice, session.session_id)}")
     elif code == 0:
-        print(f"\n{url} keeps nothing after this process: use a file or a server")
+        print(f"\n{redact_url(url)} keeps nothing once this process ends: use a file or a server.")
     return code
 
 

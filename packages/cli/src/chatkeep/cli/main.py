@@ -21,10 +21,7 @@ from typing import Any
 
 import click
 
-from chatkeep.core import ChatkeepError
-from chatkeep.core.urls import redact_text, redact_url
-
-from .stores import DEFAULT_HELP, forget_store
+from .defaults import DEFAULT_HELP
 
 __all__ = ["cli", "main"]
 
@@ -447,7 +444,9 @@ def conformance(
     try:
         from chatkeep.testing.__main__ import main as run
     except ImportError:
-        raise MissingExtra(
+        from chatkeep.core import ChatkeepError
+
+        raise ChatkeepError(
             "chatkeep conformance needs the conformance suite: pip install 'chatkeep[testing]'"
         ) from None
     flags = [
@@ -481,15 +480,12 @@ def completion(shell: str) -> int:
     return 0
 
 
-class MissingExtra(ChatkeepError):
-    """A command needs an optional distribution that is not installed; the message names
-    the extra to install."""
-
-
 # --- the entry point ------------------------------------------------------------------
 
 
 def _error(text: str) -> None:
+    from chatkeep.core.urls import redact_text
+
     print(f"chatkeep: error: {redact_text(text)}", file=sys.stderr, flush=True)
 
 
@@ -507,7 +503,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (never raises for Ctrl-C, a closed pipe,
     a usage error or a chatkeep error)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    forget_store()
+    if "chatkeep.cli.stores" in sys.modules:
+        sys.modules["chatkeep.cli.stores"].forget_store()
     try:
         try:
             result = cli.main(args=arguments, prog_name="chatkeep", standalone_mode=False)
@@ -526,14 +523,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (BrokenPipeError, _PipeClosed):
         _silence_stdout()
         return EXIT_BROKEN_PIPE
-    except ChatkeepError as error:
+    except Exception as error:
+        if not _is_chatkeep_error(error):
+            raise
         _error(_with_store(str(error)))
         return EXIT_USAGE
     return result if isinstance(result, int) else 0
 
 
+def _is_chatkeep_error(error: Exception) -> bool:
+    """Whether ``error`` is a ChatkeepError, without importing the core to find out (a
+    process that never imported it cannot have raised one: ``--help`` stays light)."""
+    errors = sys.modules.get("chatkeep.core.errors")
+    return errors is not None and isinstance(error, errors.ChatkeepError)
+
+
 def _with_store(message: str) -> str:
     """``message`` naming the store the command used, unless it already does."""
+    from chatkeep.core.urls import redact_url
+
     from .stores import current_store
 
     choice = current_store()

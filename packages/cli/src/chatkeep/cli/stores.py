@@ -29,7 +29,10 @@ from chatkeep.core import (
     redact_url,
 )
 
+from .defaults import DEFAULT_HELP, DEFAULT_URL
+
 __all__ = [
+    "DEFAULT_HELP",
     "DEFAULT_URL",
     "READ_ONLY_SCHEMES",
     "BadStoreUrl",
@@ -42,10 +45,6 @@ __all__ = [
     "open_store_for",
 ]
 
-#: The one default store of every command, the demo included.
-DEFAULT_URL = "sqlite:///chatkeep.db"
-#: What ``--url``'s help says about the default.
-DEFAULT_HELP = "$CHATKEEP_URL, else sqlite:///chatkeep.db in the current directory"
 #: Schemes whose backends take ``mode=ro`` (a read-only handle).
 READ_ONLY_SCHEMES = frozenset({"sqlite", "postgresql", "postgres"})
 #: Shown with every malformed URL.
@@ -148,7 +147,7 @@ def check_url(choice: StoreChoice) -> None:
     hint = f"did you mean {close[0]!r}? " if close else ""
     raise BadStoreUrl(
         f"no backend has the scheme {scheme!r} of {shown} (from {choice.source}); {hint}"
-        f"{URL_EXAMPLES}; `chatkeep backends` lists the installed ones"
+        f"{URL_EXAMPLES}; installed schemes: {', '.join(sorted(installed))}"
     )
 
 
