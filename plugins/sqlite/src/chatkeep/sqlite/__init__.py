@@ -13,7 +13,8 @@ or directly::
     backend = SQLiteStore("chats.db")
 
 :class:`SQLiteStore` is imported on first access, so plugin discovery (which imports
-:mod:`chatkeep.sqlite.plugin`) stays cheap.
+:mod:`chatkeep.sqlite.plugin`) stays cheap. ``InvalidOption`` is the core's
+(:class:`chatkeep.core.InvalidOption`), re-exported here.
 """
 
 from __future__ import annotations

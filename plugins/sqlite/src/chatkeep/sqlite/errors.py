@@ -1,18 +1,15 @@
-"""Errors specific to the SQLite backend; both derive from :class:`chatkeep.core.ChatkeepError`."""
+"""The errors only the SQLite backend raises; both derive from :class:`chatkeep.core.ChatkeepError`.
+
+Everything else it raises is one of the core's typed errors (:mod:`chatkeep.core.errors`):
+bad options raise :class:`chatkeep.core.InvalidOption` itself, re-exported here for code that
+imported it from this module.
+"""
 
 from __future__ import annotations
 
-from chatkeep.core import ChatkeepError
-from chatkeep.core import InvalidOption as CoreInvalidOption
+from chatkeep.core.errors import ChatkeepError, InvalidOption
 
 __all__ = ["IncompatibleSchema", "InvalidOption", "StoreFull"]
-
-
-class InvalidOption(CoreInvalidOption):
-    """A SQLite URL or option was malformed, unknown or out of range.
-
-    The message names the option, the value received and what is accepted.
-    """
 
 
 class IncompatibleSchema(ChatkeepError, RuntimeError):

@@ -1,8 +1,10 @@
 """The SQLite backend: :class:`SQLiteStore`.
 
 Every operation is one SQL round trip on the hot path (a read is one statement; an append is
-one ``BEGIN IMMEDIATE`` transaction), straight on :mod:`sqlite3`: the schema lives in
-:mod:`chatkeep.sqlite.schema`, options and URLs in :mod:`chatkeep.sqlite.options`.
+one ``BEGIN IMMEDIATE`` transaction), straight on :mod:`sqlite3`. The statements are in
+:mod:`chatkeep.sqlite.sql`, the table layout in :mod:`chatkeep.sqlite.layout`, its
+migrations in :mod:`chatkeep.sqlite.migrations`, URLs and options in
+:mod:`chatkeep.sqlite.config`, the error table in :mod:`chatkeep.sqlite.faults`.
 
 Each thread gets its own connection (WAL lets readers run beside the one writer); the private
 ``:memory:`` database has a single connection that threads take turns on.
@@ -21,120 +23,46 @@ from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from chatkeep.core import AppendConflict, CorruptRecord, Record, RecordConflict, StoreUnavailable
+from chatkeep.core.backend import (
+    AppendConflict,
+    CorruptRecord,
+    InvalidOption,
+    Record,
+    RecordConflict,
+    StoreUnavailable,
+    prefix_upper_bound,
+)
 
-from .errors import InvalidOption, StoreFull
-from .options import MEMORY, SQLiteOptions, parse_options, parse_url
-from .schema import migrate
+from .config import MEMORY, SQLiteOptions, parse_options, parse_url
+from .errors import StoreFull
+from .faults import Faults
+from .layout import MAX_RECORDS, MAX_SESSIONS, SEQ_BITS, label, session_range, tenant_prefix
+from .migrations import migrate
+from .plugin import CAPABILITIES, MEMORY_CAPABILITIES
+from .sql import DAMAGE as _DAMAGE
+from .sql import DELETE_RECORDS as _DELETE_RECORDS
+from .sql import DELETE_SESSION as _DELETE_SESSION
+from .sql import INSERT_RECORD as _INSERT_RECORD
+from .sql import INSERT_SESSION as _INSERT_SESSION
+from .sql import LIST_SQL as _LIST_SQL
+from .sql import SELECT_EXPIRED as _SELECT_EXPIRED
+from .sql import SELECT_RECORD_ID as _SELECT_RECORD_ID
+from .sql import SELECT_SESSION as _SELECT_SESSION
+from .sql import SELECT_SESSION_ID as _SELECT_SESSION_ID
+from .sql import SELECT_STORED as _SELECT_STORED
+from .sql import UPDATE_SESSION as _UPDATE_SESSION
+from .sql import pragma, read_statement
 
 __all__ = ["MAX_RECORDS", "MAX_SESSIONS", "SQLiteStore", "prefix_successor", "read_statement"]
 
 T = TypeVar("T")
 
-ALL_CAPABILITIES = frozenset(
-    {"delete", "list_sessions", "close", "ttl", "shared", "durable", "conditional", "namespace"}
-)
-MEMORY_CAPABILITIES = ALL_CAPABILITIES - {"shared", "durable"}
-
 _LIST_PAGE = 500  # session ids fetched per listing query
 _PURGE_BATCH = 100  # expired sessions erased per lazy purge, so one append never stalls long
 _PURGE_INTERVAL = 60.0  # seconds between lazy purges (shorter when the ttl is)
 
-# A record's rowid is session << 32 | seq (see chatkeep.sqlite.schema).
-_SEQ_BITS = 32
-MAX_RECORDS = 1 << _SEQ_BITS  # per session
-MAX_SESSIONS = (1 << (63 - _SEQ_BITS)) - 1  # session row ids 1 .. 2**31 - 1 keep rowids in int64
-
-# -- SQL ---------------------------------------------------------------------------------------
-
-_SELECT_SESSION = "SELECT id, length, expires_at FROM chatkeep_sessions WHERE session_id = ?"
-_SELECT_SESSION_ID = "SELECT id FROM chatkeep_sessions WHERE session_id = ?"
-_INSERT_SESSION = "INSERT INTO chatkeep_sessions (session_id, length, expires_at) VALUES (?, ?, ?)"
-_UPDATE_SESSION = "UPDATE chatkeep_sessions SET length = ?, expires_at = ? WHERE id = ?"
-_DELETE_SESSION = "DELETE FROM chatkeep_sessions WHERE id = ?"
-_INSERT_RECORD = (
-    "INSERT OR IGNORE INTO chatkeep_records (id, session, record_id, data) VALUES (?, ?, ?, ?)"
-)
-_SELECT_STORED = "SELECT data FROM chatkeep_records WHERE session = ? AND record_id = ? AND id < ?"
-_SELECT_RECORD_ID = "SELECT record_id FROM chatkeep_records WHERE id = ?"
-_DELETE_RECORDS = "DELETE FROM chatkeep_records WHERE id >= ? AND id < ?"
-_SELECT_EXPIRED = "SELECT id FROM chatkeep_sessions WHERE expires_at <= ? LIMIT ?"
-
-# Queries are assembled only from the fixed fragments below, never from caller input.
-# CROSS JOIN pins the join order: one unique lookup of the session row, then one rowid range
-# of the records table, already in order - no scan, no sort, whatever the statistics say.
-# Both bounds stay inside the session's own range [session << 32, session << 32 | length).
-# "s.expires_at > ?" takes the current time: expired sessions read as empty everywhere.
-# Each row also carries its position (r.id - (s.id << 32)) and the session's length, so a
-# read can tell a missing record (damage) from a short log: positions must be contiguous.
-# LEFT JOIN keeps the join order (session row first) and returns the session row even when
-# the range holds no record, so "empty" and "all missing" are told apart in one snapshot.
-_READ = (
-    "SELECT r.record_id, r.data, r.id - (s.id << 32), s.length "
-    "FROM chatkeep_sessions AS s LEFT JOIN chatkeep_records AS r "
-    "ON r.id >= (s.id << 32) + {lower} AND r.id < (s.id << 32) + {upper} "
-    "WHERE s.session_id = ?1 AND (s.expires_at IS NULL OR s.expires_at > ?2) ORDER BY r.id"
-)
-# Numbered parameters: ?1 session id, ?2 now, ?3 start, ?4 stop (when given).
-# Lower bound: from the start (?), or from the end (length + ?, at least 0).
-_LOWER_BOUNDS = ("?3", "max(s.length + ?3, 0)")
-# Upper bound: the end (length), from the start (?), or from the end (length + ?).
-_UPPER_BOUNDS = ("s.length", "?4", "s.length + ?4")
-# Indexed [lower kind][upper kind].
-_READ_SQL = tuple(
-    tuple(_READ.format(lower=lower, upper=upper) for upper in _UPPER_BOUNDS)
-    for lower in _LOWER_BOUNDS
-)
-_LIST = (
-    "SELECT session_id FROM chatkeep_sessions AS s WHERE session_id {after} ?{before} "
-    "AND (s.expires_at IS NULL OR s.expires_at > ?) ORDER BY session_id LIMIT ?"
-)
-# Keyed (inclusive lower bound, has an upper bound).
-_LIST_SQL = {
-    (inclusive, bounded): _LIST.format(
-        after=">=" if inclusive else ">", before=" AND session_id < ?" if bounded else ""
-    )
-    for inclusive in (True, False)
-    for bounded in (True, False)
-}
-
-
-def read_statement(start: int, stop: int | None) -> tuple[str, list[int]]:
-    """The SQL and slice parameters that read ``log[start:stop]``.
-
-    The statement takes ``(session_id, now, *parameters)``. Negative bounds are resolved
-    against the session's stored ``length`` inside the query, so every slice (head, tail or
-    middle) is one rowid range of the records table.
-    """
-    # Clamping to +-2**32 changes no result (a session holds at most 2**32 records) and keeps
-    # the arithmetic inside the session's rowid range.
-    lower = 0 if start >= 0 else 1
-    parameters = [max(min(start, MAX_RECORDS), -MAX_RECORDS)]
-    upper = 0
-    if stop is not None:
-        upper = 1 if stop >= 0 else 2
-        parameters.append(max(min(stop, MAX_RECORDS), -MAX_RECORDS))
-    return _READ_SQL[lower][upper], parameters
-
-
-def prefix_successor(prefix: str) -> str | None:
-    """The smallest string greater than every string that starts with ``prefix``.
-
-    SQLite compares TEXT by its UTF-8 bytes, which orders like code points, so
-    ``prefix <= id < prefix_successor(prefix)`` selects exactly the ids starting with
-    ``prefix`` through the index, with ``%`` and ``_`` taken literally. ``None`` means
-    no upper bound (the prefix is all U+10FFFF).
-    """
-    characters = list(prefix)
-    while characters:
-        code = ord(characters[-1]) + 1
-        if code == 0xD800:  # surrogates never occur in valid ids
-            code = 0xE000
-        if code <= 0x10FFFF:
-            characters[-1] = chr(code)
-            return "".join(characters)
-        characters.pop()
-    return None
+#: Kept for code that imported it: :func:`chatkeep.core.backend.prefix_upper_bound`.
+prefix_successor = prefix_upper_bound
 
 
 # -- connections -------------------------------------------------------------------------------
@@ -148,12 +76,6 @@ class _Handle:
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
         self.lock = threading.Lock()
-
-
-def _is_unavailability(error: BaseException) -> bool:
-    # Locked, busy, I/O, full, read-only, cannot open (OperationalError) and "not a database"
-    # or "malformed" (plain DatabaseError); integrity and programming errors stay as they are.
-    return isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError
 
 
 class SQLiteStore:
@@ -176,7 +98,7 @@ class SQLiteStore:
     database that is neither shared nor durable; its ``capabilities`` say so.
     """
 
-    capabilities: frozenset[str] = ALL_CAPABILITIES
+    capabilities: frozenset[str] = CAPABILITIES
 
     def __init__(
         self,
@@ -204,11 +126,10 @@ class SQLiteStore:
             }
         )
         self.namespace = self.options.namespace
-        # A namespaced session is stored under "<namespace>\0<session id>": session ids and
-        # namespaces never contain NUL, so tenants (nested and prefix-of ones included) and
-        # the default namespace are disjoint key ranges of the one sessions table.
-        self._tenant = "" if self.namespace is None else self.namespace + "\x00"
+        # Session keys: see chatkeep.sqlite.layout (tenants are disjoint key ranges).
+        self._tenant = tenant_prefix(self.namespace)
         self.path = database
+        self._faults = Faults(database, self.options.timeout)
         self.in_memory = database == MEMORY
         if self.in_memory:
             self.capabilities = MEMORY_CAPABILITIES
@@ -222,13 +143,12 @@ class SQLiteStore:
         self._handles: weakref.WeakSet[_Handle] = weakref.WeakSet()
         first = _Handle(self._connect())
         try:
-            if not self.in_memory:
-                self._set_journal_mode(first.connection)
-            migrate(first.connection, label=f"SQLite database {self.path!r}")
-        except BaseException as exc:
+            with self._faults.mapped():
+                if not self.in_memory:
+                    self._set_journal_mode(first.connection)
+                migrate(first.connection, label=f"SQLite database {self.path!r}")
+        except BaseException:
             first.connection.close()
-            if _is_unavailability(exc):
-                raise self._unavailable(exc) from exc
             raise
         # The in-memory database exists only inside this one connection: every thread shares it.
         self._shared = first if self.in_memory else None
@@ -257,7 +177,7 @@ class SQLiteStore:
     # -- connections ---------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        try:
+        with self._faults.mapped():
             # isolation_level=None: no implicit BEGIN from the sqlite3 module; transactions
             # are explicit BEGIN IMMEDIATE ... COMMIT. check_same_thread=False lets close()
             # reach every thread's connection (each handle's lock prevents concurrent use).
@@ -267,19 +187,19 @@ class SQLiteStore:
                 isolation_level=None,
                 check_same_thread=False,
             )
-            connection.execute(f"PRAGMA synchronous = {self.options.synchronous}")
-            # delete() is erasure: overwrite freed content instead of leaving it in free pages
-            # (many builds default to this already; measured cost on appends is noise).
-            connection.execute("PRAGMA secure_delete = ON")
-        except sqlite3.Error as exc:
-            if _is_unavailability(exc):
-                raise self._unavailable(exc) from exc
-            raise
+            try:
+                connection.execute(pragma("synchronous", self.options.synchronous))
+                # delete() is erasure: overwrite freed content instead of leaving it in free
+                # pages (many builds default to this already; measured cost on appends is noise).
+                connection.execute(pragma("secure_delete", "ON"))
+            except BaseException:
+                connection.close()
+                raise
         return connection
 
     def _set_journal_mode(self, connection: sqlite3.Connection) -> None:
         wanted = self.options.journal_mode
-        mode = str(connection.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+        mode = str(connection.execute(pragma("journal_mode")).fetchone()[0]).lower()
         if mode == wanted:
             return
         # Switching needs an exclusive lock, which the busy handler does not always wait for
@@ -287,7 +207,7 @@ class SQLiteStore:
         deadline = time.monotonic() + self.options.timeout
         while True:
             try:
-                row = connection.execute(f"PRAGMA journal_mode = {wanted}").fetchone()
+                row = connection.execute(pragma("journal_mode", wanted)).fetchone()
                 break
             except sqlite3.OperationalError as exc:
                 if "lock" not in str(exc) or time.monotonic() >= deadline:
@@ -336,19 +256,6 @@ class SQLiteStore:
                 f"the SQLite store {self.path!r} is closed; open a new one to keep using it"
             )
 
-    def _unavailable(self, error: BaseException) -> StoreUnavailable:
-        message = str(error)
-        if "locked" in message or "busy" in message:
-            hint = (
-                f"another connection held the write lock for more than "
-                f"timeout={self.options.timeout:g}s; retrying is safe"
-            )
-        elif "unable to open" in message:
-            hint = "check that its directory exists and is writable"
-        else:
-            hint = "check the file, its disk and its permissions"
-        return StoreUnavailable(f"SQLite database {self.path!r}: {message} ({hint})")
-
     def _write(self, work: Callable[..., T], *arguments: Any) -> T:
         """Run ``work(connection, *arguments)`` in one ``BEGIN IMMEDIATE`` transaction.
 
@@ -357,16 +264,14 @@ class SQLiteStore:
         """
         self._check_open()
         handle = self._handle()
-        with handle.lock:
+        with handle.lock, self._faults.mapped():
             connection = handle.connection
             try:
                 connection.execute("BEGIN IMMEDIATE")
                 result = work(connection, *arguments)
                 connection.execute("COMMIT")
-            except BaseException as exc:
+            except BaseException:
                 self._rollback(handle)
-                if _is_unavailability(exc):
-                    raise self._unavailable(exc) from exc
                 raise
         return result
 
@@ -407,14 +312,9 @@ class SQLiteStore:
         sql, bounds = read_statement(start, stop)
         handle = self._handle()
         now = self._clock()
-        with handle.lock:
-            try:
-                key = self._key(session_id)
-                rows = handle.connection.execute(sql, (key, now, *bounds)).fetchall()
-            except sqlite3.Error as exc:
-                if _is_unavailability(exc):
-                    raise self._unavailable(exc) from exc
-                raise
+        with handle.lock, self._faults.mapped():
+            key = self._key(session_id)
+            rows = handle.connection.execute(sql, (key, now, *bounds)).fetchall()
         if not rows:
             return []  # no such (live) session
         wanted = range(rows[0][3])[start:stop]
@@ -442,14 +342,7 @@ class SQLiteStore:
         """Damage the record at ``position`` behind the store's back, as another program
         writing to the file could: ``"garbage"`` (other bytes), ``"truncated"`` (cut
         short) or ``"missing"`` (its row deleted)."""
-        statements = {
-            "garbage": "UPDATE chatkeep_records SET data = X'fe000102' WHERE id = ?",
-            "truncated": (
-                "UPDATE chatkeep_records SET data = substr(data, 1, max(length(data) - 3, 1)) "
-                "WHERE id = ?"
-            ),
-            "missing": "DELETE FROM chatkeep_records WHERE id = ?",
-        }
+        statements = _DAMAGE
         if kind not in statements:
             raise NotImplementedError(kind)
 
@@ -457,7 +350,7 @@ class SQLiteStore:
             row = connection.execute(_SELECT_SESSION_ID, (self._key(session_id),)).fetchone()
             if row is None:
                 raise IndexError(f"session {session_id!r} does not exist")
-            cursor = connection.execute(statements[kind], ((row[0] << _SEQ_BITS) + position,))
+            cursor = connection.execute(statements[kind], ((row[0] << SEQ_BITS) + position,))
             if cursor.rowcount != 1:
                 raise IndexError(f"session {session_id!r} has no record at {position}")
 
@@ -501,13 +394,8 @@ class SQLiteStore:
         now = self._clock()
         parameters = (lower, now, _LIST_PAGE) if upper is None else (lower, upper, now, _LIST_PAGE)
         handle = self._handle()
-        with handle.lock:
-            try:
-                return [row[0] for row in handle.connection.execute(sql, parameters)]
-            except sqlite3.Error as exc:
-                if _is_unavailability(exc):
-                    raise self._unavailable(exc) from exc
-                raise
+        with handle.lock, self._faults.mapped():
+            return [row[0] for row in handle.connection.execute(sql, parameters)]
 
     def purge_expired(self) -> int:
         """Erase every expired session now and return how many there were.
@@ -590,11 +478,11 @@ def _append(
         session, length, old_expiry = row
         if old_expiry is not None and old_expiry <= now:
             # Expired but not purged yet: the session starts over, its old ids forgotten.
-            connection.execute(_DELETE_RECORDS, _session_range(session))
+            connection.execute(_DELETE_RECORDS, session_range(session))
             length = 0
     if length + count > MAX_RECORDS:
-        raise StoreFull(f"session {_label(session_id)!r} would exceed {MAX_RECORDS:,} records")
-    base = (session << _SEQ_BITS) + length
+        raise StoreFull(f"session {label(session_id)!r} would exceed {MAX_RECORDS:,} records")
+    base = (session << SEQ_BITS) + length
     inserted = connection.executemany(
         _INSERT_RECORD,
         [(base + offset, session, record.id, record.data) for offset, record in enumerate(records)],
@@ -626,21 +514,11 @@ def _append_if(
             if _check_stored(connection, session_id, session, length, records) == len(records):
                 return  # an exact retry of a call that was stored: a no-op
             last = connection.execute(
-                _SELECT_RECORD_ID, ((session << _SEQ_BITS) + length - 1,)
+                _SELECT_RECORD_ID, ((session << SEQ_BITS) + length - 1,)
             ).fetchone()[0]
     if last != after:
-        raise AppendConflict(_label(session_id), after)
+        raise AppendConflict(label(session_id), after)
     _append(connection, session_id, records, now, expires_at)
-
-
-def _label(key: str) -> str:
-    """The session id a stored key names (its namespace part, if any, dropped)."""
-    return key.rpartition("\x00")[2]
-
-
-def _session_range(session: int) -> tuple[int, int]:
-    """The rowid range [first, last + 1) that every record of ``session`` falls in."""
-    return session << _SEQ_BITS, (session + 1) << _SEQ_BITS
 
 
 def _check_stored(
@@ -656,13 +534,13 @@ def _check_stored(
     One lookup per record on the ``(session, record_id)`` unique index: only a batch that
     met an id already stored (a retry, or a reuse) pays for it in a plain append.
     """
-    below = (session << _SEQ_BITS) + length
+    below = (session << SEQ_BITS) + length
     stored = 0
     for record in records:
         row = connection.execute(_SELECT_STORED, (session, record.id, below)).fetchone()
         if row is not None:
             if bytes(row[0]) != record.data:
-                raise RecordConflict(_label(session_id), record.id)
+                raise RecordConflict(label(session_id), record.id)
             stored += 1
     return stored
 
@@ -671,7 +549,7 @@ def _insert_skipping_stored(
     connection: sqlite3.Connection, session: int, length: int, records: list[Record]
 ) -> int:
     """Re-insert a batch with contiguous seq numbers, skipping ids already stored."""
-    base = session << _SEQ_BITS
+    base = session << SEQ_BITS
     connection.execute(_DELETE_RECORDS, (base + length, base + MAX_RECORDS))
     seq = length
     for record in records:
@@ -683,13 +561,13 @@ def _insert_skipping_stored(
 def _delete(connection: sqlite3.Connection, session_id: str) -> None:
     row = connection.execute(_SELECT_SESSION_ID, (session_id,)).fetchone()
     if row is not None:
-        connection.execute(_DELETE_RECORDS, _session_range(row[0]))
+        connection.execute(_DELETE_RECORDS, session_range(row[0]))
         connection.execute(_DELETE_SESSION, row)
 
 
 def _purge(connection: sqlite3.Connection, now: float, limit: int) -> int:
     expired = connection.execute(_SELECT_EXPIRED, (now, limit)).fetchall()
-    connection.executemany(_DELETE_RECORDS, [_session_range(row[0]) for row in expired])
+    connection.executemany(_DELETE_RECORDS, [session_range(row[0]) for row in expired])
     connection.executemany(_DELETE_SESSION, expired)
     return len(expired)
 
