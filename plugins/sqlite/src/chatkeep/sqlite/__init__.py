@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import IncompatibleSchema, InvalidOption, StoreFull
+from .errors import DatabaseReplaced, IncompatibleSchema, InvalidOption, StoreFull
 
 if TYPE_CHECKING:
     from .store import SQLiteStore
 
-__all__ = ["IncompatibleSchema", "InvalidOption", "SQLiteStore", "StoreFull"]
+__all__ = ["DatabaseReplaced", "IncompatibleSchema", "InvalidOption", "SQLiteStore", "StoreFull"]
 
 
 def __getattr__(name: str) -> Any:

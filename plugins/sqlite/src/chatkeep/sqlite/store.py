@@ -34,7 +34,7 @@ from chatkeep.core.backend import (
 )
 
 from .config import MEMORY, SQLiteOptions, parse_options, parse_url
-from .errors import StoreFull
+from .errors import DatabaseReplaced, StoreFull
 from .faults import Faults
 from .layout import MAX_RECORDS, MAX_SESSIONS, SEQ_BITS, label, session_range, tenant_prefix
 from .migrations import migrate
@@ -131,6 +131,10 @@ class SQLiteStore:
         self.path = database
         self._faults = Faults(database, self.options.timeout)
         self.in_memory = database == MEMORY
+        # Connections (every thread's) and the identity check use the absolute path: a later
+        # os.chdir() must not point the store at another file.
+        self._file = database if self.in_memory else os.path.abspath(database)
+        self._identity: tuple[int, int] | None = None
         if self.in_memory:
             self.capabilities = MEMORY_CAPABILITIES
         self._clock: Callable[[], float] = injected or time.time
@@ -147,6 +151,10 @@ class SQLiteStore:
                 if not self.in_memory:
                     self._set_journal_mode(first.connection)
                 migrate(first.connection, label=f"SQLite database {self.path!r}")
+                if not self.in_memory:
+                    # The file this store writes to: every write transaction checks that the
+                    # path still names it (see _check_same_file).
+                    self._identity = _identity(os.stat(self._file))
         except BaseException:
             first.connection.close()
             raise
@@ -182,7 +190,7 @@ class SQLiteStore:
             # are explicit BEGIN IMMEDIATE ... COMMIT. check_same_thread=False lets close()
             # reach every thread's connection (each handle's lock prevents concurrent use).
             connection = sqlite3.connect(
-                self.path,
+                self._file,
                 timeout=self.options.timeout,
                 isolation_level=None,
                 check_same_thread=False,
@@ -266,14 +274,44 @@ class SQLiteStore:
         handle = self._handle()
         with handle.lock, self._faults.mapped():
             connection = handle.connection
+            moved: DatabaseReplaced | None = None
             try:
                 connection.execute("BEGIN IMMEDIATE")
+                # Under the write lock: nothing is committed to a file that was deleted or
+                # replaced (WAL would accept the commit into the orphaned file).
+                moved = self._moved()
+                if moved is not None:
+                    raise moved
                 result = work(connection, *arguments)
                 connection.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 self._rollback(handle)
-                raise
+                if isinstance(exc, sqlite3.Error):
+                    moved = self._moved()  # a vanished file explains the driver's error
+                if moved is None:
+                    raise
+                _salvage(connection)
+                raise moved from None
         return result
+
+    def _moved(self) -> DatabaseReplaced | None:
+        """The error to raise if the path no longer names the file this store opened.
+
+        One ``stat`` (about a microsecond, measured: see the README): a write transaction
+        never commits to a file that was deleted, or that another file was renamed over,
+        since the store opened it.
+        """
+        if self._identity is None:
+            return None  # :memory:
+        try:
+            now = _identity(os.stat(self._file))
+        except FileNotFoundError:
+            return DatabaseReplaced(self.path, "was deleted")
+        except OSError:
+            return None  # cannot tell (the directory's permissions changed): SQLite decides
+        if now != self._identity:
+            return DatabaseReplaced(self.path, "was replaced by another file")
+        return None
 
     def _rollback(self, handle: _Handle) -> None:
         try:
@@ -332,6 +370,31 @@ class SQLiteStore:
 
     # -- test hooks (chatkeep.testing.hooks; nothing in chatkeep calls them) -----------
 
+    @property
+    def chatkeep_storage_contains(self) -> Callable[[bytes], bool]:
+        """Whether some bytes occur anywhere in the store's files: the database with its
+        free pages, its ``-wal`` and its ``-journal`` (``:memory:``: the serialized
+        database, which needs Python 3.11; on 3.10 the hook is absent there)."""
+        if self.in_memory and not hasattr(sqlite3.Connection, "serialize"):
+            raise AttributeError("chatkeep_storage_contains needs Connection.serialize (3.11)")
+        return self._storage_contains
+
+    def _storage_contains(self, data: bytes) -> bool:
+        self._check_open()
+        if self.in_memory:
+            handle = self._handle()
+            with handle.lock, self._faults.mapped():
+                image: bytes = handle.connection.serialize()  # type: ignore[attr-defined,unused-ignore]
+            return data in image
+        for suffix in ("", "-wal", "-journal"):
+            try:
+                with open(self._file + suffix, "rb") as file:
+                    if data in file.read():
+                        return True
+            except FileNotFoundError:
+                continue
+        return False
+
     def chatkeep_durability(self) -> str:
         """What an acknowledged append survives with this handle's settings."""
         if self.path == MEMORY:
@@ -359,8 +422,40 @@ class SQLiteStore:
     # -- optional capabilities -------------------------------------------------------------
 
     def delete(self, session_id: str) -> None:
-        """Erase the session and all its records (no-op for an unknown session)."""
-        self._write(_delete, self._key(session_id))
+        """Erase the session and all its records (no-op for an unknown session).
+
+        Erasure, not only unlinking: ``secure_delete`` overwrites the freed cells and pages,
+        and the journal keeps no old image of them (see :meth:`_erase`).
+        """
+        self._erase(_delete, self._key(session_id))
+
+    def _erase(self, work: Callable[..., T], *arguments: Any) -> T:
+        """Run an erasing transaction, then leave no copy of the erased bytes in the journal.
+
+        ``journal_size_limit = 0`` for the transaction makes a ``persist`` journal (which
+        keeps the pages' old images after a commit) shrink to nothing when it commits; a
+        ``wal_checkpoint(TRUNCATE)`` afterwards copies the WAL into the file and empties it
+        (the WAL holds every page's earlier versions). The checkpoint waits up to
+        ``timeout`` for other connections' reads; if one still reads, the old frames stay
+        in the WAL until the next checkpoint that completes.
+        """
+        if self.in_memory:
+            return self._write(work, *arguments)
+        self._pragma("journal_size_limit", "0")
+        try:
+            result = self._write(work, *arguments)
+        finally:
+            self._pragma("journal_size_limit", "-1")
+        handle = self._handle()
+        with handle.lock, self._faults.mapped():
+            handle.connection.execute(pragma("wal_checkpoint", "TRUNCATE")).fetchall()
+        return result
+
+    def _pragma(self, name: str, value: str) -> None:
+        self._check_open()
+        handle = self._handle()
+        with handle.lock, self._faults.mapped():
+            handle.connection.execute(pragma(name, value)).fetchall()
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
         """Yield live session ids in code-point order, lazily, ``_LIST_PAGE`` per query.
@@ -405,7 +500,7 @@ class SQLiteStore:
         """
         total = 0
         while True:
-            purged = self._write(_purge, self._clock(), _PURGE_BATCH)
+            purged = self._erase(_purge, self._clock(), _PURGE_BATCH)
             total += purged
             if purged < _PURGE_BATCH:
                 return total
@@ -432,6 +527,11 @@ class SQLiteStore:
             self._handles = weakref.WeakSet()
             self._shared = None
             self._local = threading.local()
+        if handles and self._moved() is not None:
+            # SQLite keeps the WAL of a moved file on close (it cannot tell whose it is now):
+            # fold it into the file this store opened first, wherever that file is now.
+            with handles[0].lock:
+                _salvage(handles[0].connection)
         for handle in handles:
             with handle.lock:
                 handle.connection.close()
@@ -453,6 +553,18 @@ class SQLiteStore:
         if self._shared is not None:
             self._shared.lock = threading.Lock()  # a private copy: keep it, reset its lock
             self._handles.add(self._shared)
+
+
+def _identity(status: os.stat_result) -> tuple[int, int]:
+    return status.st_dev, status.st_ino
+
+
+def _salvage(connection: sqlite3.Connection) -> None:
+    """Copy a moved or deleted file's WAL into the file itself (through the connection's own
+    descriptors) and empty it, so acknowledged appends stay with the file and a WAL left at
+    the old name cannot be applied to whatever file appears there. A no-op without WAL."""
+    with contextlib.suppress(sqlite3.Error):
+        connection.execute(pragma("wal_checkpoint", "TRUNCATE")).fetchall()
 
 
 # -- transaction bodies (run inside SQLiteStore._write) -----------------------------------------
