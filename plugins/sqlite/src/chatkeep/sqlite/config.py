@@ -28,7 +28,8 @@ MEMORY = ":memory:"
 _URL_FORMS = "sqlite:///relative/path.db, sqlite:////absolute/path.db or sqlite://:memory:"
 _SYNCHRONOUS = ("off", "normal", "full", "extra")
 _JOURNAL_MODES = ("wal", "delete", "truncate", "persist")
-_KNOWN = ("ttl", "timeout", "synchronous", "journal_mode", "clock", "namespace")
+_MODES = ("rwc", "rw", "ro")
+_KNOWN = ("ttl", "timeout", "synchronous", "journal_mode", "clock", "namespace", "mode")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,10 @@ class SQLiteOptions:
     ``journal_mode``: the file's journal mode (``wal`` unless the filesystem cannot do it).
     ``namespace``: the tenant this handle sees (``None``: the default namespace); one file
     can hold many, each invisible to the others (rules: :func:`chatkeep.core.check_namespace`).
+    ``mode``: like SQLite's own URI parameter: ``rwc`` (read, write, create the file if
+    missing), ``rw`` (never create the file) or ``ro`` (read-only: opens the file read-only,
+    never creates or migrates anything; writes raise
+    :class:`~chatkeep.sqlite.errors.ReadOnlyStore`).
     """
 
     ttl: float | None = None
@@ -48,6 +53,7 @@ class SQLiteOptions:
     synchronous: str = "full"
     journal_mode: str = "wal"
     namespace: str | None = None
+    mode: str = "rwc"
 
 
 def parse_url(url: str) -> tuple[str, dict[str, str]]:
@@ -118,6 +124,7 @@ def parse_options(raw: Mapping[str, object]) -> tuple[SQLiteOptions, Callable[[]
         synchronous=_choice("synchronous", raw.get("synchronous", "full"), _SYNCHRONOUS),
         journal_mode=_choice("journal_mode", raw.get("journal_mode", "wal"), _JOURNAL_MODES),
         namespace=_namespace(raw.get("namespace")),
+        mode=_choice("mode", raw.get("mode", "rwc"), _MODES),
     )
     return options, clock
 

@@ -7,9 +7,16 @@ imported it from this module.
 
 from __future__ import annotations
 
-from chatkeep.core.errors import ChatkeepError, InvalidOption, StoreUnavailable
+from chatkeep.core.errors import CapabilityMissing, ChatkeepError, InvalidOption, StoreUnavailable
 
-__all__ = ["DatabaseReplaced", "IncompatibleSchema", "InvalidOption", "StoreFull"]
+__all__ = [
+    "DatabaseNotFound",
+    "DatabaseReplaced",
+    "IncompatibleSchema",
+    "InvalidOption",
+    "ReadOnlyStore",
+    "StoreFull",
+]
 
 
 class IncompatibleSchema(ChatkeepError, RuntimeError):
@@ -37,4 +44,34 @@ class DatabaseReplaced(StoreUnavailable):
             f"SQLite database {path!r} {what} while this store had it open; nothing of "
             "this call was stored (it would have gone to a file no one can open again). "
             "Open the store again to use the file now at that path."
+        )
+
+
+class DatabaseNotFound(StoreUnavailable, FileNotFoundError):
+    """``mode=ro`` or ``mode=rw`` was asked for a file that does not exist (neither mode
+    ever creates one). A :class:`chatkeep.core.StoreUnavailable` and a
+    :class:`FileNotFoundError`; the message names the path."""
+
+    def __init__(self, path: str, mode: str) -> None:
+        self.path = path
+        self.mode = mode
+        super().__init__(
+            f"SQLite database {path!r} does not exist (mode={mode} never creates it); "
+            "check the path, or open it without mode= to create it"
+        )
+
+
+class ReadOnlyStore(CapabilityMissing):
+    """A write (``append``, ``append_if``, ``delete``, ``purge_expired``) on a store opened
+    with ``mode=ro``. Nothing was written. A :class:`chatkeep.core.CapabilityMissing`: a
+    read-only handle does not offer writing (its ``capabilities`` leave out ``delete`` and
+    ``conditional``)."""
+
+    def __init__(self, path: str, operation: str) -> None:
+        super().__init__("sqlite", operation)
+        self.path = path
+        self.args = (
+            f"SQLite database {path!r} is open read-only (mode=ro): {operation} is not "
+            "possible through this handle; nothing was written. Open it with mode=rw "
+            "(or without mode=) to write.",
         )

@@ -20,7 +20,13 @@ from chatkeep.core.backend import (
     hookimpl,
 )
 
-__all__ = ["CAPABILITIES", "MEMORY_CAPABILITIES", "SCHEMES", "chatkeep_register_backends"]
+__all__ = [
+    "CAPABILITIES",
+    "MEMORY_CAPABILITIES",
+    "READ_ONLY_CAPABILITIES",
+    "SCHEMES",
+    "chatkeep_register_backends",
+]
 
 #: What a SQLite file offers beyond ``append`` and ``read``.
 CAPABILITIES: frozenset[str] = frozenset(
@@ -28,6 +34,8 @@ CAPABILITIES: frozenset[str] = frozenset(
 )
 #: A private ``:memory:`` database lives in one connection: neither shared nor durable.
 MEMORY_CAPABILITIES: frozenset[str] = CAPABILITIES - {SHARED, DURABLE}
+#: A ``mode=ro`` handle reads and lists, but neither deletes nor appends conditionally.
+READ_ONLY_CAPABILITIES: frozenset[str] = CAPABILITIES - {DELETE, CONDITIONAL}
 #: The URL schemes that select the backend.
 SCHEMES = ("sqlite",)
 

@@ -21,6 +21,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 from chatkeep.core.backend import (
@@ -34,11 +35,11 @@ from chatkeep.core.backend import (
 )
 
 from .config import MEMORY, SQLiteOptions, parse_options, parse_url
-from .errors import DatabaseReplaced, StoreFull
+from .errors import DatabaseNotFound, DatabaseReplaced, IncompatibleSchema, ReadOnlyStore, StoreFull
 from .faults import Faults
 from .layout import MAX_RECORDS, MAX_SESSIONS, SEQ_BITS, label, session_range, tenant_prefix
-from .migrations import migrate
-from .plugin import CAPABILITIES, MEMORY_CAPABILITIES
+from .migrations import LATEST_VERSION, migrate, schema_version
+from .plugin import CAPABILITIES, MEMORY_CAPABILITIES, READ_ONLY_CAPABILITIES
 from .sql import DAMAGE as _DAMAGE
 from .sql import DELETE_RECORDS as _DELETE_RECORDS
 from .sql import DELETE_SESSION as _DELETE_SESSION
@@ -110,6 +111,7 @@ class SQLiteStore:
         journal_mode: str = "wal",
         clock: Callable[[], float] | None = None,
         namespace: str | None = None,
+        mode: str = "rwc",
     ) -> None:
         database = os.fspath(path)
         if not isinstance(database, str) or not database or "\x00" in database:
@@ -123,6 +125,7 @@ class SQLiteStore:
                 "journal_mode": journal_mode,
                 "clock": clock,
                 "namespace": namespace,
+                "mode": mode,
             }
         )
         self.namespace = self.options.namespace
@@ -135,8 +138,12 @@ class SQLiteStore:
         # os.chdir() must not point the store at another file.
         self._file = database if self.in_memory else os.path.abspath(database)
         self._identity: tuple[int, int] | None = None
-        if self.in_memory:
-            self.capabilities = MEMORY_CAPABILITIES
+        self.mode = self.options.mode
+        self.read_only = self.mode == "ro"
+        self._target, self._uri = self._where()
+        # mode=ro on a file without chatkeep's tables: everything reads as empty until a
+        # writer creates them (checked again on each read while they are missing).
+        self._no_tables = False
         self._clock: Callable[[], float] = injected or time.time
         self._ttl = self.options.ttl
         self._purge_interval = min(self._ttl or _PURGE_INTERVAL, _PURGE_INTERVAL)
@@ -145,12 +152,13 @@ class SQLiteStore:
         self._local = threading.local()
         self._handles_lock = threading.Lock()
         self._handles: weakref.WeakSet[_Handle] = weakref.WeakSet()
-        first = _Handle(self._connect())
+        first = _Handle(self._open_read_only() if self.read_only else self._connect())
         try:
             with self._faults.mapped():
-                if not self.in_memory:
-                    self._set_journal_mode(first.connection)
-                migrate(first.connection, label=f"SQLite database {self.path!r}")
+                if not self.read_only:
+                    if not self.in_memory:
+                        self._set_journal_mode(first.connection)
+                    migrate(first.connection, label=f"SQLite database {self.path!r}")
                 if not self.in_memory:
                     # The file this store writes to: every write transaction checks that the
                     # path still names it (see _check_same_file).
@@ -180,9 +188,30 @@ class SQLiteStore:
         ttl = f" ttl={self._ttl:g}s" if self._ttl is not None else ""
         state = " closed" if self._closed else ""
         tenant = f" namespace={self.namespace!r}" if self.namespace is not None else ""
-        return f"<SQLiteStore {self.path!r}{tenant}{ttl}{state}>"
+        mode = f" mode={self.mode}" if self.mode != "rwc" else ""
+        return f"<SQLiteStore {self.path!r}{mode}{tenant}{ttl}{state}>"
 
     # -- connections ---------------------------------------------------------------------
+
+    def _where(self) -> tuple[str, bool]:
+        """What to pass to :func:`sqlite3.connect` (and whether it is a URI), for the mode;
+        sets the handle's capabilities."""
+        if self.in_memory:
+            if self.mode != "rwc":
+                raise InvalidOption(
+                    f"SQLite option mode={self.mode} needs a file: a private :memory: database "
+                    "is always created empty (use mode=rwc, the default)"
+                )
+            self.capabilities = MEMORY_CAPABILITIES
+            return self._file, False
+        if self.mode == "rwc":
+            return self._file, False
+        if not os.path.exists(self._file):
+            raise DatabaseNotFound(self.path, self.mode)
+        if self.read_only:
+            self.capabilities = READ_ONLY_CAPABILITIES
+        # SQLite's URI form: mode=rw never creates the file, mode=ro opens it read-only.
+        return f"{Path(self._file).as_uri()}?mode={self.mode}", True
 
     def _connect(self) -> sqlite3.Connection:
         with self._faults.mapped():
@@ -190,10 +219,11 @@ class SQLiteStore:
             # are explicit BEGIN IMMEDIATE ... COMMIT. check_same_thread=False lets close()
             # reach every thread's connection (each handle's lock prevents concurrent use).
             connection = sqlite3.connect(
-                self._file,
+                self._target,
                 timeout=self.options.timeout,
                 isolation_level=None,
                 check_same_thread=False,
+                uri=self._uri,
             )
             try:
                 connection.execute(pragma("synchronous", self.options.synchronous))
@@ -204,6 +234,56 @@ class SQLiteStore:
                 connection.close()
                 raise
         return connection
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """The first connection of a ``mode=ro`` store, its schema checked, nothing written.
+
+        A WAL file in a directory this process cannot write has no ``-shm`` to share, and
+        SQLite refuses to read it; then no writer can be using it either (a writer needs that
+        file too), so the store reopens it with ``immutable=1``, which reads the file as it
+        is without the shared memory (every later connection of the store does the same).
+        """
+        try:
+            connection, version = self._connect_and_check()
+        except StoreUnavailable as exc:
+            if not _cannot_share_memory(exc.__context__):
+                raise
+            self._target += "&immutable=1"
+            connection, version = self._connect_and_check()
+        if version > LATEST_VERSION:
+            connection.close()
+            raise IncompatibleSchema(
+                f"SQLite database {self.path!r} has chatkeep schema version {version}, but "
+                f"this chatkeep-sqlite only knows versions up to {LATEST_VERSION}; upgrade "
+                "chatkeep-sqlite to open it"
+            )
+        if 0 < version < LATEST_VERSION:
+            connection.close()
+            raise StoreUnavailable(
+                f"SQLite database {self.path!r} has the older chatkeep schema version "
+                f"{version}, which mode=ro cannot migrate: open it once without mode=ro"
+            )
+        self._no_tables = version == 0
+        return connection
+
+    def _connect_and_check(self) -> tuple[sqlite3.Connection, int]:
+        connection = self._connect()
+        try:
+            with self._faults.mapped():
+                return connection, schema_version(connection)
+        except BaseException:
+            connection.close()
+            raise
+
+    def _tables_missing(self, connection: sqlite3.Connection) -> bool:
+        """For ``mode=ro``: whether the file still has no chatkeep tables."""
+        if self._no_tables and schema_version(connection) != 0:
+            self._no_tables = False
+        return self._no_tables
+
+    def _refuse_writes(self, operation: str) -> None:
+        if self.read_only:
+            raise ReadOnlyStore(self.path, operation)
 
     def _set_journal_mode(self, connection: sqlite3.Connection) -> None:
         wanted = self.options.journal_mode
@@ -327,6 +407,8 @@ class SQLiteStore:
 
     def append(self, session_id: str, records: list[Record]) -> None:
         """Append ``records`` in one transaction; ids already in the session are skipped."""
+        if self.read_only:
+            raise ReadOnlyStore(self.path, "append")
         now = self._clock()
         expires_at = None if self._ttl is None else now + self._ttl
         self._write(_append, self._key(session_id), records, now, expires_at)
@@ -337,6 +419,7 @@ class SQLiteStore:
         """Append ``records`` only if the session's last record is ``after`` (``None``:
         empty), in the same ``BEGIN IMMEDIATE`` transaction as the check; otherwise raise
         :class:`~chatkeep.core.AppendConflict`. An exact retry is a no-op."""
+        self._refuse_writes("append_if")
         now = self._clock()
         expires_at = None if self._ttl is None else now + self._ttl
         work = functools.partial(_append_if, after=after)
@@ -351,6 +434,8 @@ class SQLiteStore:
         handle = self._handle()
         now = self._clock()
         with handle.lock, self._faults.mapped():
+            if self._no_tables and self._tables_missing(handle.connection):
+                return []
             key = self._key(session_id)
             rows = handle.connection.execute(sql, (key, now, *bounds)).fetchall()
         if not rows:
@@ -386,14 +471,19 @@ class SQLiteStore:
             with handle.lock, self._faults.mapped():
                 image: bytes = handle.connection.serialize()  # type: ignore[attr-defined,unused-ignore]
             return data in image
-        for suffix in ("", "-wal", "-journal"):
-            try:
-                with open(self._file + suffix, "rb") as file:
-                    if data in file.read():
-                        return True
-            except FileNotFoundError:
-                continue
-        return False
+        import subprocess
+        import sys
+
+        # Not read here: closing a descriptor of the database file would drop every POSIX
+        # lock this process holds on it, SQLite's included. A child process reads instead.
+        files = [self._file + suffix for suffix in ("", "-wal", "-journal")]
+        answer = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _SEARCH_FILES, *files],
+            input=data,
+            capture_output=True,
+            check=True,
+        )
+        return answer.stdout == b"1"
 
     def chatkeep_durability(self) -> str:
         """What an acknowledged append survives with this handle's settings."""
@@ -408,6 +498,7 @@ class SQLiteStore:
         statements = _DAMAGE
         if kind not in statements:
             raise NotImplementedError(kind)
+        self._refuse_writes("chatkeep_damage")
 
         def damage(connection: sqlite3.Connection) -> None:
             row = connection.execute(_SELECT_SESSION_ID, (self._key(session_id),)).fetchone()
@@ -427,6 +518,7 @@ class SQLiteStore:
         Erasure, not only unlinking: ``secure_delete`` overwrites the freed cells and pages,
         and the journal keeps no old image of them (see :meth:`_erase`).
         """
+        self._refuse_writes("delete")
         self._erase(_delete, self._key(session_id))
 
     def _erase(self, work: Callable[..., T], *arguments: Any) -> T:
@@ -490,6 +582,8 @@ class SQLiteStore:
         parameters = (lower, now, _LIST_PAGE) if upper is None else (lower, upper, now, _LIST_PAGE)
         handle = self._handle()
         with handle.lock, self._faults.mapped():
+            if self._no_tables and self._tables_missing(handle.connection):
+                return []
             return [row[0] for row in handle.connection.execute(sql, parameters)]
 
     def purge_expired(self) -> int:
@@ -498,6 +592,7 @@ class SQLiteStore:
         Expired sessions already read as empty and are erased lazily by appends; call this
         (from a scheduled job, say) to reclaim their space sooner.
         """
+        self._refuse_writes("purge_expired")
         total = 0
         while True:
             purged = self._erase(_purge, self._clock(), _PURGE_BATCH)
@@ -553,6 +648,32 @@ class SQLiteStore:
         if self._shared is not None:
             self._shared.lock = threading.Lock()  # a private copy: keep it, reset its lock
             self._handles.add(self._shared)
+
+
+# The child process of SQLiteStore.chatkeep_storage_contains: is stdin in one of the files?
+_SEARCH_FILES = """
+import sys
+data = sys.stdin.buffer.read()
+found = False
+for name in sys.argv[1:]:
+    try:
+        with open(name, "rb") as file:
+            found = found or data in file.read()
+    except FileNotFoundError:
+        pass
+sys.stdout.write("1" if found else "0")
+"""
+
+
+def _cannot_share_memory(error: BaseException | None) -> bool:
+    """Whether reading a WAL file read-only failed for want of its ``-shm`` file."""
+    if not isinstance(error, sqlite3.OperationalError):
+        return False
+    name = getattr(error, "sqlite_errorname", "")  # Python 3.11+
+    if name:
+        return name in ("SQLITE_READONLY_DIRECTORY", "SQLITE_CANTOPEN", "SQLITE_READONLY_CANTINIT")
+    message = str(error)
+    return "readonly database" in message or "unable to open" in message
 
 
 def _identity(status: os.stat_result) -> tuple[int, int]:
