@@ -119,11 +119,15 @@ class SQLiteStore:
     Normally opened through ``chatkeep.core.open_store("sqlite:///chats.db")``. Options:
     ``ttl`` (seconds or timedelta of inactivity before a session expires; refreshed by every
     append), ``timeout`` (seconds to wait for another writer's lock, default 5),
-    ``synchronous`` (default ``full``) and ``journal_mode`` (default ``wal``). ``clock``
-    replaces :func:`time.time` for tests.
+    ``synchronous`` (default ``full``), ``journal_mode`` (default ``wal``), ``namespace``
+    (the tenant this handle sees) and ``mode`` (``rwc`` default, ``rw`` never creates the
+    file, ``ro`` read-only). ``clock`` replaces :func:`time.time` for tests.
 
     Thread-safe, and safe for many processes on one file. ``":memory:"`` opens a private
-    database that is neither shared nor durable; its ``capabilities`` say so.
+    database that is neither shared nor durable; its ``capabilities`` say so, as a
+    ``mode=ro`` handle's leave out ``delete`` and ``conditional``. A write to a file that was
+    deleted or replaced since it was opened raises
+    :class:`~chatkeep.sqlite.errors.DatabaseReplaced` with nothing stored.
     """
 
     capabilities: frozenset[str] = CAPABILITIES
