@@ -179,6 +179,8 @@ def test_a_file_the_user_cannot_write_can_be_listed_and_shown(filled: str, tmp_p
 
 
 def _list_and_show_read_only(url: str, folder: Path) -> None:
+    target = folder / "chats.db"
+    original = target.read_bytes()
     listing = chatkeep("sessions", "list", "--url", url, cwd=folder)
     assert listing.returncode == 0, listing.stderr
     assert {line.split()[0] for line in listing.stdout.splitlines()[1:]} == {
@@ -189,7 +191,12 @@ def _list_and_show_read_only(url: str, folder: Path) -> None:
     shown = chatkeep("sessions", "show", "work", "--url", url, cwd=folder)
     assert shown.returncode == 0, shown.stderr
     assert "user      work question 0" in shown.stdout
-    assert sorted(p.name for p in folder.iterdir()) == ["chats.db"]
+    # Nothing of the database changed. (Root may create SQLite's empty WAL index files in a
+    # folder whose mode bits say read-only; any other user cannot.)
+    assert target.read_bytes() == original
+    extra = {p.name for p in folder.iterdir()} - {"chats.db"}
+    assert extra <= {"chats.db-wal", "chats.db-shm"}
+    assert not (folder / "chats.db-wal").exists() or (folder / "chats.db-wal").stat().st_size == 0
 
 
 def test_a_closed_pipe_is_quiet(tmp_path: Path) -> None:

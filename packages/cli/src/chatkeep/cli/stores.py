@@ -21,7 +21,6 @@ from pathlib import Path
 
 from chatkeep.core import (
     ChatkeepError,
-    InvalidOption,
     Store,
     UnknownBackend,
     backends,
@@ -161,7 +160,7 @@ def _with_read_only(url: str) -> str:
 
 def _sqlite_file(url: str) -> Path | None:
     """The file of a ``sqlite://`` URL (``None`` for the in-memory forms)."""
-    from chatkeep.sqlite.options import MEMORY, parse_url
+    from chatkeep.sqlite.config import MEMORY, parse_url
 
     path, _ = parse_url(url)
     return None if path == MEMORY else Path(path)
@@ -185,13 +184,7 @@ def open_store_for(choice: StoreChoice, *, read_only: bool = False) -> Store:
                     f"no store at {redact_url(url)} (from {choice.source}): "
                     f"{path.resolve()} does not exist (nothing was created)"
                 )
-        try:
-            return open_store(_with_read_only(url))
-        except InvalidOption as error:
-            if "'mode'" not in str(error):
-                raise
-            # A backend release from before mode=ro: the file exists (checked above), so
-            # it is opened as it is; such releases may add chatkeep's tables to it.
+        url = _with_read_only(url)
     try:
         return open_store(url)
     except UnknownBackend as error:  # a wrapper's inner scheme
