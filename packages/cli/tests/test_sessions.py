@@ -200,3 +200,22 @@ def test_demo_shows_a_fork_and_an_undo(capsys: pytest.CaptureFixture[str]) -> No
     assert out.rstrip().endswith(
         "memory:// keeps nothing once this process ends: use a file or a server."
     )
+
+
+def test_a_damaged_session_is_listed_marked_and_the_others_still_show(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chatkeep.core import Record
+
+    converse(url, "good", turns=1)
+    open_store(url).append("bad", [Record("r1", b"not json")])
+    code, out, err = run(capsys, "sessions", "list", "--url", url)
+    assert code == 1
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert set(rows) == {"good", "bad"} and out.splitlines()[-1].startswith("bad ")
+    assert rows["bad"].split()[1] == "?" and "(unreadable: not JSON" in rows["bad"]
+    assert err.startswith("chatkeep: warning: corrupt record in session 'bad' at position 0")
+    code, out, _ = run(capsys, "sessions", "list", "--url", url, "--json")
+    objects = {o["id"]: o for o in map(json.loads, out.splitlines())}
+    assert code == 1 and objects["bad"]["messages"] is None and "error" in objects["bad"]
+    assert objects["good"]["messages"] == 2

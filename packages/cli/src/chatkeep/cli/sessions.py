@@ -10,6 +10,7 @@ messages included (the audit trail).
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from chatkeep.core import (
+    CorruptRecord,
     DataContent,
     FunctionCallContent,
     FunctionResultContent,
@@ -34,7 +36,8 @@ from chatkeep.core import (
 )
 from chatkeep.core import delete_session as core_delete_session
 from chatkeep.core.metadata import SessionInfo, describe_session, list_session_infos
-from chatkeep.core.views import LogEntry, read_log
+from chatkeep.core.urls import redact_text
+from chatkeep.core.views import LogEntry, list_conversations, read_log
 
 from .stores import StoreChoice, open_store_for
 
@@ -140,8 +143,38 @@ def _iso(value: object) -> str | None:
     return str(value)
 
 
-def _infos(store: Store, prefix: str | None, limit: int | None) -> list[SessionInfo]:
-    return list(list_session_infos(store, prefix=prefix, limit=limit, newest_first=True))
+class _Unreadable:
+    """A listed session whose records could not be read: shown with ``?``, not dropped."""
+
+    def __init__(self, session_id: str, error: CorruptRecord) -> None:
+        self.id = session_id
+        self.created_at: datetime | None = None
+        self.updated_at: datetime | None = None
+        self.messages = "?"
+        self.title = f"(unreadable: {error.reason})"
+        self.error = error
+
+
+def _infos(store: Store, prefix: str | None, limit: int | None) -> list[Any]:
+    """Newest first. One damaged session does not hide the others: it is listed last,
+    marked, and reported on stderr."""
+    try:
+        return list(list_session_infos(store, prefix=prefix, limit=limit, newest_first=True))
+    except CorruptRecord:
+        pass
+    readable: list[SessionInfo] = []
+    broken: list[_Unreadable] = []
+    for session_id in list_conversations(store, prefix):
+        try:
+            readable.append(describe_session(store, session_id))
+        except SessionNotFound:
+            continue  # deleted while listing
+        except CorruptRecord as error:
+            broken.append(_Unreadable(session_id, error))
+    floor = datetime.min.replace(tzinfo=timezone.utc)
+    readable.sort(key=lambda i: (i.updated_at or floor, i.id), reverse=True)
+    rows: list[Any] = [*readable, *broken]
+    return rows if limit is None else rows[:limit]
 
 
 def _short(text: str | None, width: int = 50) -> str:
@@ -162,26 +195,33 @@ def list_sessions(
     (``quiet``) the ids alone."""
     with _store(choice, read_only=True) as store:
         infos = _infos(store, prefix, limit)
+    damaged = [info for info in infos if isinstance(info, _Unreadable)]
+    for info in damaged:
+        print(f"chatkeep: warning: {redact_text(str(info.error))}", file=sys.stderr)
+    code = 1 if damaged else 0
     if quiet:
         for info in infos:
             print(info.id)
-        return 0
+        return code
     if as_json:
         for info in infos:
+            unreadable = isinstance(info, _Unreadable)
             row = {
                 "id": info.id,
-                "messages": info.messages,
+                "messages": None if unreadable else info.messages,
                 "created_at": _iso(info.created_at),
                 "updated_at": _iso(info.updated_at),
-                "title": info.title,
+                "title": None if unreadable else info.title,
             }
+            if unreadable:
+                row["error"] = redact_text(str(info.error))
             print(json.dumps(row, ensure_ascii=False))
-        return 0
+        return code
     from .output import print_table
 
     rows = [(i.id, str(i.messages), _when(i.updated_at), _short(i.title)) for i in infos]
     print_table(("ID", "MESSAGES", "UPDATED", "TITLE"), rows)
-    return 0
+    return code
 
 
 def show_session(
