@@ -323,3 +323,31 @@ def test_undo_takes_a_number_of_turns(
     view = read_view(open_store(url), "s")
     assert len(view) == 2 and view[0].text == "a"
     assert sum(line.startswith("undone: ") for line in out) == 4
+
+
+class _InterruptedClient:
+    """A model client during whose reply the user presses Ctrl-C."""
+
+    async def get_response(self, messages: object, **_: object) -> object:
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_during_a_reply_stores_nothing_of_the_turn(url: str) -> None:
+    import asyncio
+
+    from chatkeep.cli.chat import ChatRepl
+
+    store = open_store(url)
+    out, err = io.StringIO(), io.StringIO()
+    repl = ChatRepl(
+        store, _InterruptedClient(), session_id="s", protocol="offline", instructions=None,
+        stream=False, out=out, err=err,
+    )  # fmt: skip
+    loop = asyncio.new_event_loop()
+    try:
+        code = repl.run(io.StringIO("a question\nnever read\n"), loop)
+    finally:
+        loop.close()
+    assert code == 130
+    assert "interrupted: nothing of that turn was stored" in err.getvalue()
+    assert store.read("s") == []

@@ -326,9 +326,9 @@ class ChatRepl:
             try:
                 keep = loop.run_until_complete(task)
             except KeyboardInterrupt:
-                task.cancel()
+                task.cancel()  # the turn's coroutine unwinds; bounded, whatever it waits on
                 with contextlib.suppress(BaseException):
-                    loop.run_until_complete(task)
+                    loop.run_until_complete(asyncio.wait([task], timeout=5))
                 self.say()
                 self.notice("interrupted: nothing of that turn was stored")
                 if prompt is None:
