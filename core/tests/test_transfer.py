@@ -476,8 +476,21 @@ def test_migrate_raises_record_conflict_for_an_id_stored_with_other_data() -> No
     source.append("s", [Record("a", b"1"), Record("b", b"2")])
     target = open_store("memory://")
     target.append("s", [Record("b", b"other")])
-    with pytest.raises(RecordConflict):
+    with pytest.raises(RecordConflict) as caught:
         migrate(source, target)
+    assert caught.value.record_id == "b"
+    # the records before the conflicting one are stored, the rest is not
+    assert target.read("s") == [Record("b", b"other"), Record("a", b"1")]
+
+
+def test_an_import_stores_the_records_before_a_conflict_inside_a_batch() -> None:
+    source = open_store("memory://")
+    source.append("s", [Record(i, i.encode()) for i in "abcd"])
+    target = open_store("memory://")
+    target.append("s", [Record("c", b"other")])
+    with pytest.raises(RecordConflict):
+        import_jsonl(target, io.StringIO(exported(source)))
+    assert target.read("s") == [Record("c", b"other"), Record("a", b"a"), Record("b", b"b")]
 
 
 # -- bounded memory: pages, never a whole session -------------------------------------------

@@ -153,6 +153,23 @@ class _Tally:
         return TransferStats(self.sessions, self.copied, self.skipped, self.bytes)
 
 
+def _append(store: Store, session_id: str, batch: list[Record], tally: _Tally) -> None:
+    """Append one batch. A :class:`RecordConflict` refuses the whole batch, so the records
+    before the conflicting one are appended on their own first: everything before the
+    conflict is stored, as the error's callers are told."""
+    try:
+        store.append(session_id, batch)
+    except RecordConflict as conflict:
+        before = next(
+            (index for index, record in enumerate(batch) if record.id == conflict.record_id), 0
+        )
+        if before:
+            store.append(session_id, batch[:before])
+            tally.copy(batch[:before])
+        raise
+    tally.copy(batch)
+
+
 # -- which sessions, and reading them in pages -----------------------------------------------
 
 
@@ -337,9 +354,8 @@ class _Importer:
             return
         assert self.session_id is not None
         batch = self.batch
-        self.store.append(self.session_id, batch)
         self.batch, self.batch_bytes, self.batch_ids = [], 0, set()
-        self.tally.copy(batch)
+        _append(self.store, self.session_id, batch, self.tally)
         self.tally.report()
 
 
@@ -502,8 +518,7 @@ def _copy_session(source: Store, destination: Store, session_id: str, tally: _Ta
     start = _held(source, destination, session_id)
     tally.skipped += start
     for page in _pages(source, session_id, start):
-        destination.append(session_id, page)
-        tally.copy(page)
+        _append(destination, session_id, page, tally)
         tally.report()
 
 
