@@ -214,6 +214,46 @@ def test_export_import_round_trip_is_byte_exact_on_a_server_backend(
     assert verify(source, destination) == []
 
 
+def test_encrypted_stores_reencrypt_and_their_inner_stores_copy_ciphertext(
+    tmp_path: Path,
+) -> None:
+    from chatkeep.encrypted import Keyring
+
+    keys = {"k1": Keyring.generate_key()}
+    other_keys = {"k2": Keyring.generate_key()}
+    plain = {"s": [Record("a", b"secret one"), Record("b", bytes(range(256)))]}
+    a, b, c = (f"sqlite:///{tmp_path / name}" for name in ("a.db", "b.db", "c.db"))
+    with open_store(f"encrypted+{a}", keys=keys) as sealed:
+        sealed.append("s", plain["s"])
+    with open_store(a) as raw_a, open_store(b) as raw_b:  # the ciphertext, as it is
+        migrate(raw_a, raw_b)
+        assert everything(raw_b) == everything(raw_a) != plain
+    with open_store(f"encrypted+{b}", keys=keys) as copy:
+        assert everything(copy) == plain  # still opens with the same key
+    with (
+        open_store(f"encrypted+{a}", keys=keys) as source,
+        open_store(f"encrypted+{c}", keys=other_keys) as destination,
+    ):
+        migrate(source, destination)  # plaintext through both keys: re-encrypted
+        assert everything(destination) == plain
+    with open_store(c) as raw_c, open_store(a) as raw_a:
+        assert everything(raw_c) != everything(raw_a)
+
+
+def test_no_password_in_an_export_or_in_progress(request: pytest.FixtureRequest) -> None:
+    # PostgreSQL on the CI machine trusts local connections: the password is ignored there.
+    url = request.getfixturevalue("postgres_url").replace("postgres@", "postgres:hunter2-pw@", 1)
+    if "hunter2" not in url:
+        pytest.skip("CHATKEEP_TEST_POSTGRES_URL names another user; no password to put in")
+    with open_store(url) as store:
+        store.append("s", [Record("a", b"1")])
+        out = io.StringIO()
+        seen: list[object] = []
+        export_jsonl(store, out, progress=seen.append)
+        assert "hunter2" not in out.getvalue() and "hunter2" not in repr(seen)
+        store.delete("s")
+
+
 # -- a migration killed part way and run again -----------------------------------------------
 
 KILLER = textwrap.dedent(
