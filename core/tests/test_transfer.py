@@ -523,6 +523,12 @@ def test_every_read_and_append_is_bounded(counting_store: StoreFactory) -> None:
     big_reads = [got for sid, start, _, got in source_backend.reads if sid == "big" and start]
     assert big_reads and max(big_reads) == 1  # large records shrink the pages
     assert everything(target) == everything(source) == everything(third)
+    target_backend.reads.clear()
+    again = import_jsonl(target, io.StringIO(text))  # compares with what is stored, paged
+    assert again.records_skipped == 60 and again.records_copied == 0
+    assert max(stop - start for _, start, stop, _ in target_backend.reads if stop) <= 7
+    windows = [got for sid, start, _, got in target_backend.reads if sid == "big" and start > 1]
+    assert windows and max(windows) == 1
 
 
 def test_progress_is_reported_per_page_with_what_is_known(

@@ -192,6 +192,13 @@ def _sessions(store: Store, sessions: Iterable[str] | None) -> tuple[Iterator[st
     return iter(named), len(named)
 
 
+def _page_size(page: list[Record]) -> int:
+    """How many records the next page should ask for after ``page`` (non-empty): at most
+    :data:`PAGE_RECORDS`, about :data:`PAGE_BYTES` bytes of records like these."""
+    average = max(sum(len(record.data) for record in page) // len(page), 1)
+    return max(1, min(PAGE_RECORDS, PAGE_BYTES // average))
+
+
 def _pages(store: Store, session_id: str, start: int = 0) -> Iterator[list[Record]]:
     """The session's records from ``start`` on, in pages of at most :data:`PAGE_RECORDS`
     records that shrink to about :data:`PAGE_BYTES` bytes when records are large."""
@@ -204,8 +211,7 @@ def _pages(store: Store, session_id: str, start: int = 0) -> Iterator[list[Recor
         if len(page) < size:
             return
         start += len(page)
-        average = max(sum(len(record.data) for record in page) // len(page), 1)
-        size = max(1, min(PAGE_RECORDS, PAGE_BYTES // average))
+        size = _page_size(page)
 
 
 # -- export --------------------------------------------------------------------------------
@@ -285,6 +291,7 @@ class _Importer:
         self.diverged = False
         self.window: list[Record] = []  # destination records from window_start on
         self.window_start = 0
+        self.window_size = PAGE_RECORDS
         self.batch: list[Record] = []
         self.batch_bytes = 0
         self.batch_ids: set[str] = set()
@@ -304,6 +311,7 @@ class _Importer:
         self.diverged = False
         self.window = []
         self.window_start = position
+        self.window_size = PAGE_RECORDS
         self.tally.session_id = session_id
         self.tally.sessions += 1
 
@@ -311,13 +319,14 @@ class _Importer:
         offset = position - self.window_start
         if not 0 <= offset < len(self.window):
             assert self.session_id is not None
-            stop = min(position + PAGE_RECORDS, self.length)
+            stop = min(position + self.window_size, self.length)
             self.window = self.store.read(self.session_id, position, stop)
             self.window_start = position
             offset = 0
             if not self.window:  # the destination shrank meanwhile (deleted)
                 self.length = position
                 raise IndexError(position)
+            self.window_size = _page_size(self.window)
         return self.window[offset]
 
     def add(self, record: Record, line: int) -> None:
