@@ -7,7 +7,9 @@ from __future__ import annotations
 import base64
 import io
 import json
-from collections.abc import Callable
+import os
+import tracemalloc
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import pytest
@@ -551,3 +553,73 @@ def test_progress_is_reported_per_page_with_what_is_known(
     export_jsonl(source, io.StringIO(), progress=listed.append)
     assert listed and {p.sessions_total for p in listed} == {None}
     assert listed[-1].records_done == 11
+
+
+class NullBackend:
+    """Stores nothing and reads as empty: what an import costs in memory, store aside."""
+
+    capabilities: ClassVar[frozenset[str]] = frozenset({"list_sessions"})
+
+    def append(self, session_id: str, records: list[Record]) -> None:
+        pass
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        return []
+
+    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+        return iter(())
+
+
+class Discard(io.TextIOBase):
+    """A text stream that counts what is written and keeps none of it."""
+
+    def __init__(self) -> None:
+        self.characters = 0
+
+    def write(self, text: str) -> int:
+        self.characters += len(text)
+        return len(text)
+
+
+class GeneratedExport(io.TextIOBase):
+    """An export of ``count`` random records of ``size`` bytes in one session, made line
+    by line as it is read (never the whole file)."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self.lines = self._lines(count, size)
+
+    @staticmethod
+    def _lines(count: int, size: int) -> Iterator[str]:
+        yield HEADER + "\n"
+        for n in range(count):
+            yield record_line("big", n, f"r{n:05}", os.urandom(size)) + "\n"
+        yield end_line(1, count) + "\n"
+
+    def readable(self) -> bool:
+        return True
+
+    def readline(self, size: int | None = -1) -> str:
+        return next(self.lines, "")
+
+
+def test_memory_stays_bounded_however_big_the_store() -> None:
+    size, count = 4096, 10_000  # 40 MiB of records in one session
+    source = open_store("memory://")
+    for start in range(0, count, 1000):
+        batch = [Record(f"r{i:05}", os.urandom(size)) for i in range(start, start + 1000)]
+        source.append("big", batch)
+    sink = Discard()
+    tracemalloc.start()
+    try:
+        export_jsonl(source, sink)
+        _, export_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        stats = import_jsonl(Store(NullBackend(), name="null"), GeneratedExport(count, size))
+        _, import_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sink.characters > count * size * 4 // 3  # the whole store went through
+    assert stats.records_copied == count
+    limit = 16 * 1024 * 1024  # a few pages; the store holds 40 MiB, its export 54 MiB
+    assert export_peak < limit, export_peak
+    assert import_peak < limit, import_peak
