@@ -178,6 +178,7 @@ def test_migrate_between_every_pair_of_backends(
 HOSTILE_SESSIONS = sorted(set(HOSTILE_ID_FRAGMENTS))
 
 
+@pytest.mark.slow  # about 100 sessions through every backend
 def test_hostile_ids_through_export_import_and_migrate(opener: Opener) -> None:
     origin = opener("memory")
     for index, session_id in enumerate(HOSTILE_SESSIONS):
@@ -277,6 +278,7 @@ KILLER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a child process each
 @pytest.mark.parametrize("destination_backend", ["sqlite", "postgres", "redis"])
 def test_a_migration_killed_midway_completes_when_run_again(
     destination_backend: str,
