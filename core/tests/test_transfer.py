@@ -24,6 +24,7 @@ from chatkeep.core import (
     SessionMismatch,
     SessionNotFound,
     Store,
+    StoreUnavailable,
     TransferProgress,
     TransferStats,
     VerificationFailed,
@@ -299,8 +300,8 @@ def test_a_line_after_the_end_line_is_refused() -> None:
     assert caught.value.line == 5
 
 
-def test_blank_lines_and_crlf_line_ends_are_accepted() -> None:
-    text = "\r\n".join([HEADER, "", *GOOD, "   ", end_line(1, 2), "", ""])
+def test_blank_lines_crlf_line_ends_and_a_byte_order_mark_are_accepted() -> None:
+    text = "\ufeff" + "\r\n".join([HEADER, "", *GOOD, "   ", end_line(1, 2), "", ""])
     target = open_store("memory://")
     assert import_jsonl(target, io.StringIO(text, newline="")).records_copied == 2
     assert target.read("s") == [Record("a", b"1"), Record("b", b"2")]
@@ -623,3 +624,42 @@ def test_memory_stays_bounded_however_big_the_store() -> None:
     limit = 16 * 1024 * 1024  # a few pages; the store holds 40 MiB, its export 54 MiB
     assert export_peak < limit, export_peak
     assert import_peak < limit, import_peak
+
+
+class FailingAppends(CountingBackend):
+    """Fault injection: the ``fail_at``-th append raises StoreUnavailable (nothing stored)."""
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__()
+        self.fail_at = fail_at
+
+    def append(self, session_id: str, records: list[Record]) -> None:
+        if len(self.appends) + 1 == self.fail_at:
+            self.appends.append((session_id, []))
+            raise StoreUnavailable("injected: the server went away")
+        super().append(session_id, records)
+
+
+@pytest.mark.parametrize("operation", ["migrate", "import"])
+def test_a_failure_part_way_leaves_prefixes_and_running_again_completes(
+    operation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transfer_module, "PAGE_RECORDS", 3)
+    source = open_store("memory://")
+    for name in ("a", "b"):
+        source.append(name, [Record(f"{name}{i}", b"%d" % i) for i in range(7)])
+    text = exported(source)
+    backend = FailingAppends(fail_at=4)  # a: 3 + 3 + 1, then b's first batch fails
+    target = Store(backend, name="flaky")
+
+    def run_once() -> TransferStats:
+        if operation == "migrate":
+            return migrate(source, target)
+        return import_jsonl(target, io.StringIO(text))
+
+    with pytest.raises(StoreUnavailable):
+        run_once()
+    assert target.read("a") == source.read("a") and target.read("b") == []
+    stats = run_once()
+    assert everything(target) == everything(source)
+    assert (stats.records_copied, stats.records_skipped) == (7, 7)

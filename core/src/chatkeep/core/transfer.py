@@ -431,6 +431,8 @@ def _read_lines(source: IO[str], importer: _Importer) -> None:
     end: dict[str, Any] | None = None
     end_line = records = number = 0
     for number, text in enumerate(source, start=1):
+        if number == 1:
+            text = text.removeprefix("\ufeff")  # a byte-order mark some editors add
         if not text.strip():
             continue
         value = _parse(text, number)
