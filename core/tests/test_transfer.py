@@ -45,9 +45,8 @@ from chatkeep.core.errors import CapabilityMissing
 from chatkeep.core.memory import MemoryStore
 from chatkeep.core.views import TEMP_PREFIX
 
-from .conftest import CountingBackend
-
-StoreFactory = Callable[..., tuple[Store, CountingBackend]]
+#: The ``counting_store`` fixture of conftest.py: ``store, backend = counting_store()``.
+StoreFactory = Callable[..., tuple[Store, Any]]
 
 BINARY = [b"", bytes(range(256)), b"\x00" * 9, b"\xff\xfe\xc3\x28", b"a\r\nb\n", b"\xed\xa0\x80"]
 ODD_IDS = ["a\nb", "../x", "'\";--", "\U0001f600", "e\u0301", "\u2028", " ", "{tag}", "%2F"]
@@ -626,18 +625,27 @@ def test_memory_stays_bounded_however_big_the_store() -> None:
     assert import_peak < limit, import_peak
 
 
-class FailingAppends(CountingBackend):
+class FailingAppends:
     """Fault injection: the ``fail_at``-th append raises StoreUnavailable (nothing stored)."""
 
+    capabilities: ClassVar[frozenset[str]] = frozenset({"list_sessions"})
+
     def __init__(self, fail_at: int) -> None:
-        super().__init__()
+        self.inner = MemoryStore()
         self.fail_at = fail_at
+        self.appends = 0
 
     def append(self, session_id: str, records: list[Record]) -> None:
-        if len(self.appends) + 1 == self.fail_at:
-            self.appends.append((session_id, []))
+        self.appends += 1
+        if self.appends == self.fail_at:
             raise StoreUnavailable("injected: the server went away")
-        super().append(session_id, records)
+        self.inner.append(session_id, records)
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        return self.inner.read(session_id, start, stop)
+
+    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+        return self.inner.list_sessions(prefix)
 
 
 @pytest.mark.parametrize("operation", ["migrate", "import"])
