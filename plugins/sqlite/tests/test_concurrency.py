@@ -144,3 +144,53 @@ def test_a_forked_child_opens_its_own_connection(store: SQLiteStore) -> None:
     assert store._handle().connection is parent_connection  # the parent's is untouched
     store.append("s", [Record("parent-2", b"z")])
     assert [r.id for r in store.read("s")] == ["parent-1", "child", "parent-2"]
+
+
+def test_stores_of_one_process_queue_their_writes_to_a_file(db_path: Path) -> None:
+    """Writers of one process wait in one queue per file, not in SQLite's polling busy
+    handler (where, under load, a thread could lose every race until its timeout)."""
+    first = SQLiteStore(db_path, timeout=0.2)
+    second = SQLiteStore(str(db_path))
+    other = SQLiteStore(db_path.with_name("other.db"))
+    try:
+        assert first._writers is second._writers
+        assert first._writers is not other._writers
+        with first._writers.lock:  # a write of this process in progress
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable, match=r"timeout=0.2s; retrying is safe"):
+                first.append("s", [Record("a", b"x")])
+            assert 0.15 < time.monotonic() - started < 5
+            other.append("s", [Record("a", b"x")])  # another file: not in that queue
+        second.append("s", [Record("b", b"y")])
+        assert first.read("s") == [Record("b", b"y")]
+    finally:
+        for backend in (first, second, other):
+            backend.close()
+
+
+def test_threads_appending_at_once_all_land_in_order(db_path: Path) -> None:
+    backend = SQLiteStore(db_path, synchronous="normal")
+    try:
+        errors: list[BaseException] = []
+
+        def writer(worker: int) -> None:
+            try:
+                for n in range(50):
+                    backend.append("shared", [Record(f"{worker}-{n}", b"x")])
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        ids = [r.id for r in backend.read("shared")]
+        assert len(ids) == 300
+        for worker in range(6):
+            assert [i for i in ids if i.startswith(f"{worker}-")] == [
+                f"{worker}-{n}" for n in range(50)
+            ]
+    finally:
+        backend.close()

@@ -13,19 +13,20 @@ or directly::
     backend = SQLiteStore("chats.db")
 
 :class:`SQLiteStore` is imported on first access, so plugin discovery (which imports
-:mod:`chatkeep.sqlite.plugin`) stays cheap.
+:mod:`chatkeep.sqlite.plugin`) stays cheap. ``InvalidOption`` is the core's
+(:class:`chatkeep.core.InvalidOption`), re-exported here.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import IncompatibleSchema, InvalidOption, StoreFull
+from .errors import DatabaseReplaced, IncompatibleSchema, InvalidOption, StoreFull
 
 if TYPE_CHECKING:
     from .store import SQLiteStore
 
-__all__ = ["IncompatibleSchema", "InvalidOption", "SQLiteStore", "StoreFull"]
+__all__ = ["DatabaseReplaced", "IncompatibleSchema", "InvalidOption", "SQLiteStore", "StoreFull"]
 
 
 def __getattr__(name: str) -> Any:

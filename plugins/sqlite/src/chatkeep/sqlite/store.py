@@ -1,8 +1,10 @@
 """The SQLite backend: :class:`SQLiteStore`.
 
 Every operation is one SQL round trip on the hot path (a read is one statement; an append is
-one ``BEGIN IMMEDIATE`` transaction), straight on :mod:`sqlite3`: the schema lives in
-:mod:`chatkeep.sqlite.schema`, options and URLs in :mod:`chatkeep.sqlite.options`.
+one ``BEGIN IMMEDIATE`` transaction), straight on :mod:`sqlite3`. The statements are in
+:mod:`chatkeep.sqlite.sql`, the table layout in :mod:`chatkeep.sqlite.layout`, its
+migrations in :mod:`chatkeep.sqlite.migrations`, URLs and options in
+:mod:`chatkeep.sqlite.config`, the error table in :mod:`chatkeep.sqlite.faults`.
 
 Each thread gets its own connection (WAL lets readers run beside the one writer); the private
 ``:memory:`` database has a single connection that threads take turns on.
@@ -19,125 +21,79 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
-from chatkeep.core import AppendConflict, CorruptRecord, Record, RecordConflict, StoreUnavailable
+from chatkeep.core.backend import (
+    AppendConflict,
+    CorruptRecord,
+    InvalidOption,
+    Record,
+    RecordConflict,
+    StoreUnavailable,
+    prefix_upper_bound,
+)
 
-from .errors import InvalidOption, StoreFull
-from .options import MEMORY, SQLiteOptions, parse_options, parse_url
-from .schema import migrate
+from .config import MEMORY, SQLiteOptions, parse_options, parse_url
+from .errors import DatabaseNotFound, DatabaseReplaced, IncompatibleSchema, ReadOnlyStore, StoreFull
+from .faults import Faults
+from .layout import MAX_RECORDS, MAX_SESSIONS, SEQ_BITS, label, session_range, tenant_prefix
+from .migrations import LATEST_VERSION, migrate, schema_version
+from .plugin import CAPABILITIES, MEMORY_CAPABILITIES, READ_ONLY_CAPABILITIES
+from .sql import DAMAGE as _DAMAGE
+from .sql import DELETE_RECORDS as _DELETE_RECORDS
+from .sql import DELETE_SESSION as _DELETE_SESSION
+from .sql import INSERT_RECORD as _INSERT_RECORD
+from .sql import INSERT_SESSION as _INSERT_SESSION
+from .sql import LIST_SQL as _LIST_SQL
+from .sql import SELECT_EXPIRED as _SELECT_EXPIRED
+from .sql import SELECT_RECORD_ID as _SELECT_RECORD_ID
+from .sql import SELECT_SESSION as _SELECT_SESSION
+from .sql import SELECT_SESSION_ID as _SELECT_SESSION_ID
+from .sql import SELECT_STORED as _SELECT_STORED
+from .sql import UPDATE_SESSION as _UPDATE_SESSION
+from .sql import pragma, read_statement
 
 __all__ = ["MAX_RECORDS", "MAX_SESSIONS", "SQLiteStore", "prefix_successor", "read_statement"]
 
 T = TypeVar("T")
 
-ALL_CAPABILITIES = frozenset(
-    {"delete", "list_sessions", "close", "ttl", "shared", "durable", "conditional", "namespace"}
-)
-MEMORY_CAPABILITIES = ALL_CAPABILITIES - {"shared", "durable"}
-
 _LIST_PAGE = 500  # session ids fetched per listing query
 _PURGE_BATCH = 100  # expired sessions erased per lazy purge, so one append never stalls long
 _PURGE_INTERVAL = 60.0  # seconds between lazy purges (shorter when the ttl is)
 
-# A record's rowid is session << 32 | seq (see chatkeep.sqlite.schema).
-_SEQ_BITS = 32
-MAX_RECORDS = 1 << _SEQ_BITS  # per session
-MAX_SESSIONS = (1 << (63 - _SEQ_BITS)) - 1  # session row ids 1 .. 2**31 - 1 keep rowids in int64
-
-# -- SQL ---------------------------------------------------------------------------------------
-
-_SELECT_SESSION = "SELECT id, length, expires_at FROM chatkeep_sessions WHERE session_id = ?"
-_SELECT_SESSION_ID = "SELECT id FROM chatkeep_sessions WHERE session_id = ?"
-_INSERT_SESSION = "INSERT INTO chatkeep_sessions (session_id, length, expires_at) VALUES (?, ?, ?)"
-_UPDATE_SESSION = "UPDATE chatkeep_sessions SET length = ?, expires_at = ? WHERE id = ?"
-_DELETE_SESSION = "DELETE FROM chatkeep_sessions WHERE id = ?"
-_INSERT_RECORD = (
-    "INSERT OR IGNORE INTO chatkeep_records (id, session, record_id, data) VALUES (?, ?, ?, ?)"
-)
-_SELECT_STORED = "SELECT data FROM chatkeep_records WHERE session = ? AND record_id = ? AND id < ?"
-_SELECT_RECORD_ID = "SELECT record_id FROM chatkeep_records WHERE id = ?"
-_DELETE_RECORDS = "DELETE FROM chatkeep_records WHERE id >= ? AND id < ?"
-_SELECT_EXPIRED = "SELECT id FROM chatkeep_sessions WHERE expires_at <= ? LIMIT ?"
-
-# Queries are assembled only from the fixed fragments below, never from caller input.
-# CROSS JOIN pins the join order: one unique lookup of the session row, then one rowid range
-# of the records table, already in order - no scan, no sort, whatever the statistics say.
-# Both bounds stay inside the session's own range [session << 32, session << 32 | length).
-# "s.expires_at > ?" takes the current time: expired sessions read as empty everywhere.
-# Each row also carries its position (r.id - (s.id << 32)) and the session's length, so a
-# read can tell a missing record (damage) from a short log: positions must be contiguous.
-# LEFT JOIN keeps the join order (session row first) and returns the session row even when
-# the range holds no record, so "empty" and "all missing" are told apart in one snapshot.
-_READ = (
-    "SELECT r.record_id, r.data, r.id - (s.id << 32), s.length "
-    "FROM chatkeep_sessions AS s LEFT JOIN chatkeep_records AS r "
-    "ON r.id >= (s.id << 32) + {lower} AND r.id < (s.id << 32) + {upper} "
-    "WHERE s.session_id = ?1 AND (s.expires_at IS NULL OR s.expires_at > ?2) ORDER BY r.id"
-)
-# Numbered parameters: ?1 session id, ?2 now, ?3 start, ?4 stop (when given).
-# Lower bound: from the start (?), or from the end (length + ?, at least 0).
-_LOWER_BOUNDS = ("?3", "max(s.length + ?3, 0)")
-# Upper bound: the end (length), from the start (?), or from the end (length + ?).
-_UPPER_BOUNDS = ("s.length", "?4", "s.length + ?4")
-# Indexed [lower kind][upper kind].
-_READ_SQL = tuple(
-    tuple(_READ.format(lower=lower, upper=upper) for upper in _UPPER_BOUNDS)
-    for lower in _LOWER_BOUNDS
-)
-_LIST = (
-    "SELECT session_id FROM chatkeep_sessions AS s WHERE session_id {after} ?{before} "
-    "AND (s.expires_at IS NULL OR s.expires_at > ?) ORDER BY session_id LIMIT ?"
-)
-# Keyed (inclusive lower bound, has an upper bound).
-_LIST_SQL = {
-    (inclusive, bounded): _LIST.format(
-        after=">=" if inclusive else ">", before=" AND session_id < ?" if bounded else ""
-    )
-    for inclusive in (True, False)
-    for bounded in (True, False)
-}
-
-
-def read_statement(start: int, stop: int | None) -> tuple[str, list[int]]:
-    """The SQL and slice parameters that read ``log[start:stop]``.
-
-    The statement takes ``(session_id, now, *parameters)``. Negative bounds are resolved
-    against the session's stored ``length`` inside the query, so every slice (head, tail or
-    middle) is one rowid range of the records table.
-    """
-    # Clamping to +-2**32 changes no result (a session holds at most 2**32 records) and keeps
-    # the arithmetic inside the session's rowid range.
-    lower = 0 if start >= 0 else 1
-    parameters = [max(min(start, MAX_RECORDS), -MAX_RECORDS)]
-    upper = 0
-    if stop is not None:
-        upper = 1 if stop >= 0 else 2
-        parameters.append(max(min(stop, MAX_RECORDS), -MAX_RECORDS))
-    return _READ_SQL[lower][upper], parameters
-
-
-def prefix_successor(prefix: str) -> str | None:
-    """The smallest string greater than every string that starts with ``prefix``.
-
-    SQLite compares TEXT by its UTF-8 bytes, which orders like code points, so
-    ``prefix <= id < prefix_successor(prefix)`` selects exactly the ids starting with
-    ``prefix`` through the index, with ``%`` and ``_`` taken literally. ``None`` means
-    no upper bound (the prefix is all U+10FFFF).
-    """
-    characters = list(prefix)
-    while characters:
-        code = ord(characters[-1]) + 1
-        if code == 0xD800:  # surrogates never occur in valid ids
-            code = 0xE000
-        if code <= 0x10FFFF:
-            characters[-1] = chr(code)
-            return "".join(characters)
-        characters.pop()
-    return None
+#: Kept for code that imported it: :func:`chatkeep.core.backend.prefix_upper_bound`.
+prefix_successor = prefix_upper_bound
 
 
 # -- connections -------------------------------------------------------------------------------
+
+
+class _Writers:
+    """The lock that queues one process's writers to one file (see ``SQLiteStore._write``)."""
+
+    __slots__ = ("__weakref__", "lock")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+_writers_guard = threading.Lock()
+_writers_by_file: weakref.WeakValueDictionary[tuple[int, int], _Writers] = (
+    weakref.WeakValueDictionary()
+)
+
+
+def _writers_of(identity: tuple[int, int] | None) -> _Writers:
+    """The writers' lock of the file with ``identity`` (shared by every store of this process
+    on it), or a lock of its own for a private ``:memory:`` database (``None``)."""
+    if identity is None:
+        return _Writers()
+    with _writers_guard:
+        writers = _writers_by_file.get(identity)
+        if writers is None:
+            writers = _writers_by_file[identity] = _Writers()
+        return writers
 
 
 class _Handle:
@@ -148,12 +104,6 @@ class _Handle:
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
         self.lock = threading.Lock()
-
-
-def _is_unavailability(error: BaseException) -> bool:
-    # Locked, busy, I/O, full, read-only, cannot open (OperationalError) and "not a database"
-    # or "malformed" (plain DatabaseError); integrity and programming errors stay as they are.
-    return isinstance(error, sqlite3.OperationalError) or type(error) is sqlite3.DatabaseError
 
 
 class SQLiteStore:
@@ -169,14 +119,18 @@ class SQLiteStore:
     Normally opened through ``chatkeep.core.open_store("sqlite:///chats.db")``. Options:
     ``ttl`` (seconds or timedelta of inactivity before a session expires; refreshed by every
     append), ``timeout`` (seconds to wait for another writer's lock, default 5),
-    ``synchronous`` (default ``full``) and ``journal_mode`` (default ``wal``). ``clock``
-    replaces :func:`time.time` for tests.
+    ``synchronous`` (default ``full``), ``journal_mode`` (default ``wal``), ``namespace``
+    (the tenant this handle sees) and ``mode`` (``rwc`` default, ``rw`` never creates the
+    file, ``ro`` read-only). ``clock`` replaces :func:`time.time` for tests.
 
     Thread-safe, and safe for many processes on one file. ``":memory:"`` opens a private
-    database that is neither shared nor durable; its ``capabilities`` say so.
+    database that is neither shared nor durable; its ``capabilities`` say so, as a
+    ``mode=ro`` handle's leave out ``delete`` and ``conditional``. A write to a file that was
+    deleted or replaced since it was opened raises
+    :class:`~chatkeep.sqlite.errors.DatabaseReplaced` with nothing stored.
     """
 
-    capabilities: frozenset[str] = ALL_CAPABILITIES
+    capabilities: frozenset[str] = CAPABILITIES
 
     def __init__(
         self,
@@ -188,6 +142,7 @@ class SQLiteStore:
         journal_mode: str = "wal",
         clock: Callable[[], float] | None = None,
         namespace: str | None = None,
+        mode: str = "rwc",
     ) -> None:
         database = os.fspath(path)
         if not isinstance(database, str) or not database or "\x00" in database:
@@ -201,17 +156,25 @@ class SQLiteStore:
                 "journal_mode": journal_mode,
                 "clock": clock,
                 "namespace": namespace,
+                "mode": mode,
             }
         )
         self.namespace = self.options.namespace
-        # A namespaced session is stored under "<namespace>\0<session id>": session ids and
-        # namespaces never contain NUL, so tenants (nested and prefix-of ones included) and
-        # the default namespace are disjoint key ranges of the one sessions table.
-        self._tenant = "" if self.namespace is None else self.namespace + "\x00"
+        # Session keys: see chatkeep.sqlite.layout (tenants are disjoint key ranges).
+        self._tenant = tenant_prefix(self.namespace)
         self.path = database
+        self._faults = Faults(database, self.options.timeout)
         self.in_memory = database == MEMORY
-        if self.in_memory:
-            self.capabilities = MEMORY_CAPABILITIES
+        # Connections (every thread's) and the identity check use the absolute path: a later
+        # os.chdir() must not point the store at another file.
+        self._file = database if self.in_memory else os.path.abspath(database)
+        self._identity: tuple[int, int] | None = None
+        self.mode = self.options.mode
+        self.read_only = self.mode == "ro"
+        self._target, self._uri = self._where()
+        # mode=ro on a file without chatkeep's tables: everything reads as empty until a
+        # writer creates them (checked again on each read while they are missing).
+        self._no_tables = False
         self._clock: Callable[[], float] = injected or time.time
         self._ttl = self.options.ttl
         self._purge_interval = min(self._ttl or _PURGE_INTERVAL, _PURGE_INTERVAL)
@@ -220,15 +183,20 @@ class SQLiteStore:
         self._local = threading.local()
         self._handles_lock = threading.Lock()
         self._handles: weakref.WeakSet[_Handle] = weakref.WeakSet()
-        first = _Handle(self._connect())
+        first = _Handle(self._open_read_only() if self.read_only else self._connect())
         try:
-            if not self.in_memory:
-                self._set_journal_mode(first.connection)
-            migrate(first.connection, label=f"SQLite database {self.path!r}")
-        except BaseException as exc:
+            with self._faults.mapped():
+                if not self.read_only:
+                    if not self.in_memory:
+                        self._set_journal_mode(first.connection)
+                    migrate(first.connection, label=f"SQLite database {self.path!r}")
+                if not self.in_memory:
+                    # The file this store writes to: every write transaction checks that the
+                    # path still names it (see _moved).
+                    self._identity = _identity(os.stat(self._file))
+            self._writers = _writers_of(self._identity)
+        except BaseException:
             first.connection.close()
-            if _is_unavailability(exc):
-                raise self._unavailable(exc) from exc
             raise
         # The in-memory database exists only inside this one connection: every thread shares it.
         self._shared = first if self.in_memory else None
@@ -252,34 +220,106 @@ class SQLiteStore:
         ttl = f" ttl={self._ttl:g}s" if self._ttl is not None else ""
         state = " closed" if self._closed else ""
         tenant = f" namespace={self.namespace!r}" if self.namespace is not None else ""
-        return f"<SQLiteStore {self.path!r}{tenant}{ttl}{state}>"
+        mode = f" mode={self.mode}" if self.mode != "rwc" else ""
+        return f"<SQLiteStore {self.path!r}{mode}{tenant}{ttl}{state}>"
 
     # -- connections ---------------------------------------------------------------------
 
+    def _where(self) -> tuple[str, bool]:
+        """What to pass to :func:`sqlite3.connect` (and whether it is a URI), for the mode;
+        sets the handle's capabilities."""
+        if self.in_memory:
+            if self.mode != "rwc":
+                raise InvalidOption(
+                    f"SQLite option mode={self.mode} needs a file: a private :memory: database "
+                    "is always created empty (use mode=rwc, the default)"
+                )
+            self.capabilities = MEMORY_CAPABILITIES
+            return self._file, False
+        if self.mode == "rwc":
+            return self._file, False
+        if not os.path.exists(self._file):
+            raise DatabaseNotFound(self.path, self.mode)
+        if self.read_only:
+            self.capabilities = READ_ONLY_CAPABILITIES
+        # SQLite's URI form: mode=rw never creates the file, mode=ro opens it read-only.
+        return f"{Path(self._file).as_uri()}?mode={self.mode}", True
+
     def _connect(self) -> sqlite3.Connection:
-        try:
+        with self._faults.mapped():
             # isolation_level=None: no implicit BEGIN from the sqlite3 module; transactions
             # are explicit BEGIN IMMEDIATE ... COMMIT. check_same_thread=False lets close()
             # reach every thread's connection (each handle's lock prevents concurrent use).
             connection = sqlite3.connect(
-                self.path,
+                self._target,
                 timeout=self.options.timeout,
                 isolation_level=None,
                 check_same_thread=False,
+                uri=self._uri,
             )
-            connection.execute(f"PRAGMA synchronous = {self.options.synchronous}")
-            # delete() is erasure: overwrite freed content instead of leaving it in free pages
-            # (many builds default to this already; measured cost on appends is noise).
-            connection.execute("PRAGMA secure_delete = ON")
-        except sqlite3.Error as exc:
-            if _is_unavailability(exc):
-                raise self._unavailable(exc) from exc
-            raise
+            try:
+                connection.execute(pragma("synchronous", self.options.synchronous))
+                # delete() is erasure: overwrite freed content instead of leaving it in free
+                # pages (many builds default to this already; measured cost on appends is noise).
+                connection.execute(pragma("secure_delete", "ON"))
+            except BaseException:
+                connection.close()
+                raise
         return connection
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """The first connection of a ``mode=ro`` store, its schema checked, nothing written.
+
+        A WAL file in a directory this process cannot write has no ``-shm`` to share, and
+        SQLite refuses to read it; then no writer can be using it either (a writer needs that
+        file too), so the store reopens it with ``immutable=1``, which reads the file as it
+        is without the shared memory (every later connection of the store does the same).
+        """
+        try:
+            connection, version = self._connect_and_check()
+        except StoreUnavailable as exc:
+            if not _cannot_share_memory(exc.__context__):
+                raise
+            self._target += "&immutable=1"
+            connection, version = self._connect_and_check()
+        if version > LATEST_VERSION:
+            connection.close()
+            raise IncompatibleSchema(
+                f"SQLite database {self.path!r} has chatkeep schema version {version}, but "
+                f"this chatkeep-sqlite only knows versions up to {LATEST_VERSION}; upgrade "
+                "chatkeep-sqlite to open it"
+            )
+        if 0 < version < LATEST_VERSION:
+            connection.close()
+            raise StoreUnavailable(
+                f"SQLite database {self.path!r} has the older chatkeep schema version "
+                f"{version}, which mode=ro cannot migrate: open it once without mode=ro"
+            )
+        self._no_tables = version == 0
+        return connection
+
+    def _connect_and_check(self) -> tuple[sqlite3.Connection, int]:
+        connection = self._connect()
+        try:
+            with self._faults.mapped():
+                return connection, schema_version(connection)
+        except BaseException:
+            connection.close()
+            raise
+
+    def _tables_missing(self, connection: sqlite3.Connection) -> bool:
+        """For ``mode=ro``: whether the file still has no chatkeep tables."""
+        if self._no_tables and schema_version(connection) != 0:
+            self._no_tables = False
+        return self._no_tables
+
+    def _refuse_writes(self, operation: str) -> None:
+        if self.read_only:
+            raise ReadOnlyStore(self.path, operation)
 
     def _set_journal_mode(self, connection: sqlite3.Connection) -> None:
         wanted = self.options.journal_mode
-        mode = str(connection.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+        mode = str(connection.execute(pragma("journal_mode")).fetchone()[0]).lower()
         if mode == wanted:
             return
         # Switching needs an exclusive lock, which the busy handler does not always wait for
@@ -287,7 +327,7 @@ class SQLiteStore:
         deadline = time.monotonic() + self.options.timeout
         while True:
             try:
-                row = connection.execute(f"PRAGMA journal_mode = {wanted}").fetchone()
+                row = connection.execute(pragma("journal_mode", wanted)).fetchone()
                 break
             except sqlite3.OperationalError as exc:
                 if "lock" not in str(exc) or time.monotonic() >= deadline:
@@ -336,19 +376,6 @@ class SQLiteStore:
                 f"the SQLite store {self.path!r} is closed; open a new one to keep using it"
             )
 
-    def _unavailable(self, error: BaseException) -> StoreUnavailable:
-        message = str(error)
-        if "locked" in message or "busy" in message:
-            hint = (
-                f"another connection held the write lock for more than "
-                f"timeout={self.options.timeout:g}s; retrying is safe"
-            )
-        elif "unable to open" in message:
-            hint = "check that its directory exists and is writable"
-        else:
-            hint = "check the file, its disk and its permissions"
-        return StoreUnavailable(f"SQLite database {self.path!r}: {message} ({hint})")
-
     def _write(self, work: Callable[..., T], *arguments: Any) -> T:
         """Run ``work(connection, *arguments)`` in one ``BEGIN IMMEDIATE`` transaction.
 
@@ -357,18 +384,59 @@ class SQLiteStore:
         """
         self._check_open()
         handle = self._handle()
-        with handle.lock:
+        # This process's writers to the file queue here rather than in SQLite's busy handler,
+        # which polls with sleeps of up to 100 ms: under load a thread could lose every race
+        # for the lock until its timeout (measured: one append waited 3.8 s of a 4 ms median
+        # with four threads). Other processes still meet at SQLite's lock.
+        writers = self._writers.lock
+        if not writers.acquire(timeout=self.options.timeout):
+            raise self._faults.unavailable(sqlite3.OperationalError("database is locked"))
+        try:
+            return self._transaction(handle, work, *arguments)
+        finally:
+            writers.release()
+
+    def _transaction(self, handle: _Handle, work: Callable[..., T], *arguments: Any) -> T:
+        with handle.lock, self._faults.mapped():
             connection = handle.connection
+            moved: DatabaseReplaced | None = None
             try:
                 connection.execute("BEGIN IMMEDIATE")
+                # Under the write lock: nothing is committed to a file that was deleted or
+                # replaced (WAL would accept the commit into the orphaned file).
+                moved = self._moved()
+                if moved is not None:
+                    raise moved
                 result = work(connection, *arguments)
                 connection.execute("COMMIT")
             except BaseException as exc:
                 self._rollback(handle)
-                if _is_unavailability(exc):
-                    raise self._unavailable(exc) from exc
-                raise
+                if isinstance(exc, sqlite3.Error):
+                    moved = self._moved()  # a vanished file explains the driver's error
+                if moved is None:
+                    raise
+                _salvage(connection)
+                raise moved from None
         return result
+
+    def _moved(self) -> DatabaseReplaced | None:
+        """The error to raise if the path no longer names the file this store opened.
+
+        One ``stat`` (about a microsecond, measured: see the README): a write transaction
+        never commits to a file that was deleted, or that another file was renamed over,
+        since the store opened it.
+        """
+        if self._identity is None:
+            return None  # :memory:
+        try:
+            now = _identity(os.stat(self._file))
+        except FileNotFoundError:
+            return DatabaseReplaced(self.path, "was deleted")
+        except OSError:
+            return None  # cannot tell (the directory's permissions changed): SQLite decides
+        if now != self._identity:
+            return DatabaseReplaced(self.path, "was replaced by another file")
+        return None
 
     def _rollback(self, handle: _Handle) -> None:
         try:
@@ -384,6 +452,8 @@ class SQLiteStore:
 
     def append(self, session_id: str, records: list[Record]) -> None:
         """Append ``records`` in one transaction; ids already in the session are skipped."""
+        if self.read_only:
+            raise ReadOnlyStore(self.path, "append")
         now = self._clock()
         expires_at = None if self._ttl is None else now + self._ttl
         self._write(_append, self._key(session_id), records, now, expires_at)
@@ -394,6 +464,7 @@ class SQLiteStore:
         """Append ``records`` only if the session's last record is ``after`` (``None``:
         empty), in the same ``BEGIN IMMEDIATE`` transaction as the check; otherwise raise
         :class:`~chatkeep.core.AppendConflict`. An exact retry is a no-op."""
+        self._refuse_writes("append_if")
         now = self._clock()
         expires_at = None if self._ttl is None else now + self._ttl
         work = functools.partial(_append_if, after=after)
@@ -407,14 +478,11 @@ class SQLiteStore:
         sql, bounds = read_statement(start, stop)
         handle = self._handle()
         now = self._clock()
-        with handle.lock:
-            try:
-                key = self._key(session_id)
-                rows = handle.connection.execute(sql, (key, now, *bounds)).fetchall()
-            except sqlite3.Error as exc:
-                if _is_unavailability(exc):
-                    raise self._unavailable(exc) from exc
-                raise
+        with handle.lock, self._faults.mapped():
+            if self._no_tables and self._tables_missing(handle.connection):
+                return []
+            key = self._key(session_id)
+            rows = handle.connection.execute(sql, (key, now, *bounds)).fetchall()
         if not rows:
             return []  # no such (live) session
         wanted = range(rows[0][3])[start:stop]
@@ -432,6 +500,36 @@ class SQLiteStore:
 
     # -- test hooks (chatkeep.testing.hooks; nothing in chatkeep calls them) -----------
 
+    @property
+    def chatkeep_storage_contains(self) -> Callable[[bytes], bool]:
+        """Whether some bytes occur anywhere in the store's files: the database with its
+        free pages, its ``-wal`` and its ``-journal`` (``:memory:``: the serialized
+        database, which needs Python 3.11; on 3.10 the hook is absent there)."""
+        if self.in_memory and not hasattr(sqlite3.Connection, "serialize"):
+            raise AttributeError("chatkeep_storage_contains needs Connection.serialize (3.11)")
+        return self._storage_contains
+
+    def _storage_contains(self, data: bytes) -> bool:
+        self._check_open()
+        if self.in_memory:
+            handle = self._handle()
+            with handle.lock, self._faults.mapped():
+                image: bytes = handle.connection.serialize()  # type: ignore[attr-defined,unused-ignore]
+            return data in image
+        import subprocess
+        import sys
+
+        # Not read here: closing a descriptor of the database file would drop every POSIX
+        # lock this process holds on it, SQLite's included. A child process reads instead.
+        files = [self._file + suffix for suffix in ("", "-wal", "-journal")]
+        answer = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _SEARCH_FILES, *files],
+            input=data,
+            capture_output=True,
+            check=True,
+        )
+        return answer.stdout == b"1"
+
     def chatkeep_durability(self) -> str:
         """What an acknowledged append survives with this handle's settings."""
         if self.path == MEMORY:
@@ -442,22 +540,16 @@ class SQLiteStore:
         """Damage the record at ``position`` behind the store's back, as another program
         writing to the file could: ``"garbage"`` (other bytes), ``"truncated"`` (cut
         short) or ``"missing"`` (its row deleted)."""
-        statements = {
-            "garbage": "UPDATE chatkeep_records SET data = X'fe000102' WHERE id = ?",
-            "truncated": (
-                "UPDATE chatkeep_records SET data = substr(data, 1, max(length(data) - 3, 1)) "
-                "WHERE id = ?"
-            ),
-            "missing": "DELETE FROM chatkeep_records WHERE id = ?",
-        }
+        statements = _DAMAGE
         if kind not in statements:
             raise NotImplementedError(kind)
+        self._refuse_writes("chatkeep_damage")
 
         def damage(connection: sqlite3.Connection) -> None:
             row = connection.execute(_SELECT_SESSION_ID, (self._key(session_id),)).fetchone()
             if row is None:
                 raise IndexError(f"session {session_id!r} does not exist")
-            cursor = connection.execute(statements[kind], ((row[0] << _SEQ_BITS) + position,))
+            cursor = connection.execute(statements[kind], ((row[0] << SEQ_BITS) + position,))
             if cursor.rowcount != 1:
                 raise IndexError(f"session {session_id!r} has no record at {position}")
 
@@ -466,8 +558,41 @@ class SQLiteStore:
     # -- optional capabilities -------------------------------------------------------------
 
     def delete(self, session_id: str) -> None:
-        """Erase the session and all its records (no-op for an unknown session)."""
-        self._write(_delete, self._key(session_id))
+        """Erase the session and all its records (no-op for an unknown session).
+
+        Erasure, not only unlinking: ``secure_delete`` overwrites the freed cells and pages,
+        and the journal keeps no old image of them (see :meth:`_erase`).
+        """
+        self._refuse_writes("delete")
+        self._erase(_delete, self._key(session_id))
+
+    def _erase(self, work: Callable[..., T], *arguments: Any) -> T:
+        """Run an erasing transaction, then leave no copy of the erased bytes in the journal.
+
+        ``journal_size_limit = 0`` for the transaction makes a ``persist`` journal (which
+        keeps the pages' old images after a commit) shrink to nothing when it commits; a
+        ``wal_checkpoint(TRUNCATE)`` afterwards copies the WAL into the file and empties it
+        (the WAL holds every page's earlier versions). The checkpoint waits up to
+        ``timeout`` for other connections' reads; if one still reads, the old frames stay
+        in the WAL until the next checkpoint that completes.
+        """
+        if self.in_memory:
+            return self._write(work, *arguments)
+        self._pragma("journal_size_limit", "0")
+        try:
+            result = self._write(work, *arguments)
+        finally:
+            self._pragma("journal_size_limit", "-1")
+        handle = self._handle()
+        with handle.lock, self._faults.mapped():
+            handle.connection.execute(pragma("wal_checkpoint", "TRUNCATE")).fetchall()
+        return result
+
+    def _pragma(self, name: str, value: str) -> None:
+        self._check_open()
+        handle = self._handle()
+        with handle.lock, self._faults.mapped():
+            handle.connection.execute(pragma(name, value)).fetchall()
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
         """Yield live session ids in code-point order, lazily, ``_LIST_PAGE`` per query.
@@ -501,13 +626,10 @@ class SQLiteStore:
         now = self._clock()
         parameters = (lower, now, _LIST_PAGE) if upper is None else (lower, upper, now, _LIST_PAGE)
         handle = self._handle()
-        with handle.lock:
-            try:
-                return [row[0] for row in handle.connection.execute(sql, parameters)]
-            except sqlite3.Error as exc:
-                if _is_unavailability(exc):
-                    raise self._unavailable(exc) from exc
-                raise
+        with handle.lock, self._faults.mapped():
+            if self._no_tables and self._tables_missing(handle.connection):
+                return []
+            return [row[0] for row in handle.connection.execute(sql, parameters)]
 
     def purge_expired(self) -> int:
         """Erase every expired session now and return how many there were.
@@ -515,9 +637,10 @@ class SQLiteStore:
         Expired sessions already read as empty and are erased lazily by appends; call this
         (from a scheduled job, say) to reclaim their space sooner.
         """
+        self._refuse_writes("purge_expired")
         total = 0
         while True:
-            purged = self._write(_purge, self._clock(), _PURGE_BATCH)
+            purged = self._erase(_purge, self._clock(), _PURGE_BATCH)
             total += purged
             if purged < _PURGE_BATCH:
                 return total
@@ -544,6 +667,11 @@ class SQLiteStore:
             self._handles = weakref.WeakSet()
             self._shared = None
             self._local = threading.local()
+        if handles and self._moved() is not None:
+            # SQLite keeps the WAL of a moved file on close (it cannot tell whose it is now):
+            # fold it into the file this store opened first, wherever that file is now.
+            with handles[0].lock:
+                _salvage(handles[0].connection)
         for handle in handles:
             with handle.lock:
                 handle.connection.close()
@@ -565,6 +693,45 @@ class SQLiteStore:
         if self._shared is not None:
             self._shared.lock = threading.Lock()  # a private copy: keep it, reset its lock
             self._handles.add(self._shared)
+        self._writers = _writers_of(self._identity)  # a parent's thread may hold the old one
+
+
+# The child process of SQLiteStore.chatkeep_storage_contains: is stdin in one of the files?
+_SEARCH_FILES = """
+import sys
+data = sys.stdin.buffer.read()
+found = False
+for name in sys.argv[1:]:
+    try:
+        with open(name, "rb") as file:
+            found = found or data in file.read()
+    except FileNotFoundError:
+        pass
+sys.stdout.write("1" if found else "0")
+"""
+
+
+def _cannot_share_memory(error: BaseException | None) -> bool:
+    """Whether reading a WAL file read-only failed for want of its ``-shm`` file."""
+    if not isinstance(error, sqlite3.OperationalError):
+        return False
+    name = getattr(error, "sqlite_errorname", "")  # Python 3.11+
+    if name:
+        return name in ("SQLITE_READONLY_DIRECTORY", "SQLITE_CANTOPEN", "SQLITE_READONLY_CANTINIT")
+    message = str(error)
+    return "readonly database" in message or "unable to open" in message
+
+
+def _identity(status: os.stat_result) -> tuple[int, int]:
+    return status.st_dev, status.st_ino
+
+
+def _salvage(connection: sqlite3.Connection) -> None:
+    """Copy a moved or deleted file's WAL into the file itself (through the connection's own
+    descriptors) and empty it, so acknowledged appends stay with the file and a WAL left at
+    the old name cannot be applied to whatever file appears there. A no-op without WAL."""
+    with contextlib.suppress(sqlite3.Error):
+        connection.execute(pragma("wal_checkpoint", "TRUNCATE")).fetchall()
 
 
 # -- transaction bodies (run inside SQLiteStore._write) -----------------------------------------
@@ -590,11 +757,11 @@ def _append(
         session, length, old_expiry = row
         if old_expiry is not None and old_expiry <= now:
             # Expired but not purged yet: the session starts over, its old ids forgotten.
-            connection.execute(_DELETE_RECORDS, _session_range(session))
+            connection.execute(_DELETE_RECORDS, session_range(session))
             length = 0
     if length + count > MAX_RECORDS:
-        raise StoreFull(f"session {_label(session_id)!r} would exceed {MAX_RECORDS:,} records")
-    base = (session << _SEQ_BITS) + length
+        raise StoreFull(f"session {label(session_id)!r} would exceed {MAX_RECORDS:,} records")
+    base = (session << SEQ_BITS) + length
     inserted = connection.executemany(
         _INSERT_RECORD,
         [(base + offset, session, record.id, record.data) for offset, record in enumerate(records)],
@@ -626,21 +793,11 @@ def _append_if(
             if _check_stored(connection, session_id, session, length, records) == len(records):
                 return  # an exact retry of a call that was stored: a no-op
             last = connection.execute(
-                _SELECT_RECORD_ID, ((session << _SEQ_BITS) + length - 1,)
+                _SELECT_RECORD_ID, ((session << SEQ_BITS) + length - 1,)
             ).fetchone()[0]
     if last != after:
-        raise AppendConflict(_label(session_id), after)
+        raise AppendConflict(label(session_id), after)
     _append(connection, session_id, records, now, expires_at)
-
-
-def _label(key: str) -> str:
-    """The session id a stored key names (its namespace part, if any, dropped)."""
-    return key.rpartition("\x00")[2]
-
-
-def _session_range(session: int) -> tuple[int, int]:
-    """The rowid range [first, last + 1) that every record of ``session`` falls in."""
-    return session << _SEQ_BITS, (session + 1) << _SEQ_BITS
 
 
 def _check_stored(
@@ -656,13 +813,13 @@ def _check_stored(
     One lookup per record on the ``(session, record_id)`` unique index: only a batch that
     met an id already stored (a retry, or a reuse) pays for it in a plain append.
     """
-    below = (session << _SEQ_BITS) + length
+    below = (session << SEQ_BITS) + length
     stored = 0
     for record in records:
         row = connection.execute(_SELECT_STORED, (session, record.id, below)).fetchone()
         if row is not None:
             if bytes(row[0]) != record.data:
-                raise RecordConflict(_label(session_id), record.id)
+                raise RecordConflict(label(session_id), record.id)
             stored += 1
     return stored
 
@@ -671,7 +828,7 @@ def _insert_skipping_stored(
     connection: sqlite3.Connection, session: int, length: int, records: list[Record]
 ) -> int:
     """Re-insert a batch with contiguous seq numbers, skipping ids already stored."""
-    base = session << _SEQ_BITS
+    base = session << SEQ_BITS
     connection.execute(_DELETE_RECORDS, (base + length, base + MAX_RECORDS))
     seq = length
     for record in records:
@@ -683,13 +840,13 @@ def _insert_skipping_stored(
 def _delete(connection: sqlite3.Connection, session_id: str) -> None:
     row = connection.execute(_SELECT_SESSION_ID, (session_id,)).fetchone()
     if row is not None:
-        connection.execute(_DELETE_RECORDS, _session_range(row[0]))
+        connection.execute(_DELETE_RECORDS, session_range(row[0]))
         connection.execute(_DELETE_SESSION, row)
 
 
 def _purge(connection: sqlite3.Connection, now: float, limit: int) -> int:
     expired = connection.execute(_SELECT_EXPIRED, (now, limit)).fetchall()
-    connection.executemany(_DELETE_RECORDS, [_session_range(row[0]) for row in expired])
+    connection.executemany(_DELETE_RECORDS, [session_range(row[0]) for row in expired])
     connection.executemany(_DELETE_SESSION, expired)
     return len(expired)
 
@@ -701,6 +858,9 @@ _inherited: list[_Handle] = []  # parents' connections, kept unclosed in forked 
 
 
 def _after_fork_in_child() -> None:
+    global _writers_guard, _writers_by_file
+    _writers_guard = threading.Lock()
+    _writers_by_file = weakref.WeakValueDictionary()
     for store in list(_open_stores):
         store._forget_connections()
 

@@ -1,0 +1,160 @@
+"""Every SQL statement of the SQLite backend, in one module.
+
+Statements are assembled only from the fixed fragments below, never from caller input: every
+value a caller gives (session ids, record ids, data, bounds, times) is a bound parameter.
+Table names come from :mod:`chatkeep.sqlite.layout`; the rowid arithmetic ``s.id << 32``
+is the record layout described there.
+"""
+
+from __future__ import annotations
+
+from .layout import MAX_RECORDS, RECORDS_TABLE, SEQ_BITS, SESSIONS_TABLE, VERSION_TABLE
+
+__all__ = [
+    "CREATE_V1",
+    "CREATE_VERSION_TABLE",
+    "DAMAGE",
+    "DELETE_RECORDS",
+    "DELETE_SESSION",
+    "INSERT_RECORD",
+    "INSERT_SESSION",
+    "INSERT_VERSION",
+    "LIST_SQL",
+    "READ_SQL",
+    "SELECT_EXPIRED",
+    "SELECT_RECORD_ID",
+    "SELECT_SESSION",
+    "SELECT_SESSION_ID",
+    "SELECT_STORED",
+    "SELECT_TABLE",
+    "SELECT_VERSION",
+    "UPDATE_SESSION",
+    "pragma",
+    "read_statement",
+]
+
+if SEQ_BITS != 32:  # pragma: no cover - the statements below spell the shift out
+    raise ImportError("chatkeep.sqlite.sql assumes 32-bit record sequence numbers")
+
+# -- the schema (chatkeep.sqlite.migrations applies it) ---------------------------------------
+
+SELECT_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+SELECT_VERSION = f"SELECT max(version) FROM {VERSION_TABLE}"  # noqa: S608
+CREATE_VERSION_TABLE = (
+    f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} ("
+    "version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at REAL NOT NULL)"
+)
+INSERT_VERSION = f"INSERT INTO {VERSION_TABLE} VALUES (?, ?, ?)"  # noqa: S608
+
+#: Version 1: the sessions and records tables.
+CREATE_V1: tuple[str, ...] = (
+    f"""CREATE TABLE {SESSIONS_TABLE} (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL UNIQUE,
+            length INTEGER NOT NULL,
+            expires_at REAL
+        )""",
+    # Partial: sessions without a ttl never enter the index the lazy purge walks.
+    f"CREATE INDEX {SESSIONS_TABLE}_expires_at ON {SESSIONS_TABLE} (expires_at) "
+    "WHERE expires_at IS NOT NULL",
+    f"""CREATE TABLE {RECORDS_TABLE} (
+            id INTEGER PRIMARY KEY,
+            session INTEGER NOT NULL,
+            record_id TEXT NOT NULL,
+            data BLOB NOT NULL
+        )""",
+    f"CREATE UNIQUE INDEX {RECORDS_TABLE}_record_id ON {RECORDS_TABLE} (session, record_id)",
+)
+
+
+def pragma(name: str, value: str | None = None) -> str:
+    """``PRAGMA name`` or ``PRAGMA name = value``; both come from validated option choices."""
+    return f"PRAGMA {name}" if value is None else f"PRAGMA {name} = {value}"
+
+
+# -- sessions and records ---------------------------------------------------------------------
+
+SELECT_SESSION = f"SELECT id, length, expires_at FROM {SESSIONS_TABLE} WHERE session_id = ?"  # noqa: S608
+SELECT_SESSION_ID = f"SELECT id FROM {SESSIONS_TABLE} WHERE session_id = ?"  # noqa: S608
+INSERT_SESSION = f"INSERT INTO {SESSIONS_TABLE} (session_id, length, expires_at) VALUES (?, ?, ?)"  # noqa: S608
+UPDATE_SESSION = f"UPDATE {SESSIONS_TABLE} SET length = ?, expires_at = ? WHERE id = ?"  # noqa: S608
+DELETE_SESSION = f"DELETE FROM {SESSIONS_TABLE} WHERE id = ?"  # noqa: S608
+INSERT_RECORD = (
+    f"INSERT OR IGNORE INTO {RECORDS_TABLE} (id, session, record_id, data) VALUES (?, ?, ?, ?)"  # noqa: S608
+)
+SELECT_STORED = f"SELECT data FROM {RECORDS_TABLE} WHERE session = ? AND record_id = ? AND id < ?"  # noqa: S608
+SELECT_RECORD_ID = f"SELECT record_id FROM {RECORDS_TABLE} WHERE id = ?"  # noqa: S608
+DELETE_RECORDS = f"DELETE FROM {RECORDS_TABLE} WHERE id >= ? AND id < ?"  # noqa: S608
+SELECT_EXPIRED = f"SELECT id FROM {SESSIONS_TABLE} WHERE expires_at <= ? LIMIT ?"  # noqa: S608
+
+#: The test hook ``chatkeep_damage``: one statement per kind, on the record's rowid.
+DAMAGE = {
+    "garbage": f"UPDATE {RECORDS_TABLE} SET data = X'fe000102' WHERE id = ?",  # noqa: S608
+    "truncated": (
+        f"UPDATE {RECORDS_TABLE} SET data = substr(data, 1, max(length(data) - 3, 1)) "  # noqa: S608
+        "WHERE id = ?"
+    ),
+    "missing": f"DELETE FROM {RECORDS_TABLE} WHERE id = ?",  # noqa: S608
+}
+
+# -- reads ------------------------------------------------------------------------------------
+
+# SQLite never reorders a LEFT JOIN, so the plan is fixed: one unique lookup of the session
+# row, then one rowid range of the records table, already in order - no scan, no sort,
+# whatever the statistics say.
+# Both bounds stay inside the session's own range [session << 32, session << 32 | length).
+# "s.expires_at > ?" takes the current time: expired sessions read as empty everywhere.
+# Each row also carries its position (r.id - (s.id << 32)) and the session's length, so a
+# read can tell a missing record (damage) from a short log: positions must be contiguous.
+# LEFT JOIN also returns the session row when the range holds no record, so "empty" and
+# "all missing" are told apart in one snapshot.
+_READ = (
+    "SELECT r.record_id, r.data, r.id - (s.id << 32), s.length "  # noqa: S608
+    f"FROM {SESSIONS_TABLE} AS s LEFT JOIN {RECORDS_TABLE} AS r "
+    "ON r.id >= (s.id << 32) + {lower} AND r.id < (s.id << 32) + {upper} "
+    "WHERE s.session_id = ?1 AND (s.expires_at IS NULL OR s.expires_at > ?2) ORDER BY r.id"
+)
+# Numbered parameters: ?1 session id, ?2 now, ?3 start, ?4 stop (when given).
+# Lower bound: from the start (?), or from the end (length + ?, at least 0).
+_LOWER_BOUNDS = ("?3", "max(s.length + ?3, 0)")
+# Upper bound: the end (length), from the start (?), or from the end (length + ?).
+_UPPER_BOUNDS = ("s.length", "?4", "s.length + ?4")
+#: Indexed [lower kind][upper kind].
+READ_SQL = tuple(
+    tuple(_READ.format(lower=lower, upper=upper) for upper in _UPPER_BOUNDS)
+    for lower in _LOWER_BOUNDS
+)
+
+
+def read_statement(start: int, stop: int | None) -> tuple[str, list[int]]:
+    """The SQL and slice parameters that read ``log[start:stop]``.
+
+    The statement takes ``(session_id, now, *parameters)``. Negative bounds are resolved
+    against the session's stored ``length`` inside the query, so every slice (head, tail or
+    middle) is one rowid range of the records table.
+    """
+    # Clamping to +-2**32 changes no result (a session holds at most 2**32 records) and keeps
+    # the arithmetic inside the session's rowid range.
+    lower = 0 if start >= 0 else 1
+    parameters = [max(min(start, MAX_RECORDS), -MAX_RECORDS)]
+    upper = 0
+    if stop is not None:
+        upper = 1 if stop >= 0 else 2
+        parameters.append(max(min(stop, MAX_RECORDS), -MAX_RECORDS))
+    return READ_SQL[lower][upper], parameters
+
+
+# -- listing ----------------------------------------------------------------------------------
+
+_LIST = (
+    f"SELECT session_id FROM {SESSIONS_TABLE} AS s WHERE session_id {{after}} ?{{before}} "  # noqa: S608
+    "AND (s.expires_at IS NULL OR s.expires_at > ?) ORDER BY session_id LIMIT ?"
+)
+#: Keyed (inclusive lower bound, has an upper bound).
+LIST_SQL = {
+    (inclusive, bounded): _LIST.format(
+        after=">=" if inclusive else ">", before=" AND session_id < ?" if bounded else ""
+    )
+    for inclusive in (True, False)
+    for bounded in (True, False)
+}
