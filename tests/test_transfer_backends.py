@@ -178,6 +178,7 @@ def test_migrate_between_every_pair_of_backends(
 HOSTILE_SESSIONS = sorted(set(HOSTILE_ID_FRAGMENTS))
 
 
+@pytest.mark.slow  # about 100 sessions through every backend
 def test_hostile_ids_through_export_import_and_migrate(opener: Opener) -> None:
     origin = opener("memory")
     for index, session_id in enumerate(HOSTILE_SESSIONS):
@@ -214,6 +215,49 @@ def test_export_import_round_trip_is_byte_exact_on_a_server_backend(
     assert verify(source, destination) == []
 
 
+def test_encrypted_stores_reencrypt_and_their_inner_stores_copy_ciphertext(
+    tmp_path: Path,
+) -> None:
+    from chatkeep.encrypted import Keyring
+
+    keys = {"k1": Keyring.generate_key()}
+    other_keys = {"k2": Keyring.generate_key()}
+    plain = {"s": [Record("a", b"secret one"), Record("b", bytes(range(256)))]}
+    a, b, c = (f"sqlite:///{tmp_path / name}" for name in ("a.db", "b.db", "c.db"))
+    with open_store(f"encrypted+{a}", keys=keys) as sealed:
+        sealed.append("s", plain["s"])
+    with open_store(a) as raw_a, open_store(b) as raw_b:  # the ciphertext, as it is
+        migrate(raw_a, raw_b)
+        assert everything(raw_b) == everything(raw_a) != plain
+    with open_store(f"encrypted+{b}", keys=keys) as copy:
+        assert everything(copy) == plain  # still opens with the same key
+    with (
+        open_store(f"encrypted+{a}", keys=keys) as source,
+        open_store(f"encrypted+{c}", keys=other_keys) as destination,
+    ):
+        migrate(source, destination)  # plaintext through both keys: re-encrypted
+        assert everything(destination) == plain
+    with open_store(c) as raw_c, open_store(a) as raw_a:
+        assert everything(raw_c) != everything(raw_a)
+
+
+def test_no_password_in_an_export_or_in_progress(request: pytest.FixtureRequest) -> None:
+    # The CI machine's PostgreSQL trusts local connections, so a password is ignored there;
+    # a configured URL that has one already keeps it, and that one is looked for.
+    parts = urlsplit(request.getfixturevalue("postgres_url"))
+    secret = parts.password or "hunter2-pw"
+    if parts.password is None:
+        user = parts.username or "postgres"
+        parts = parts._replace(netloc=f"{user}:{secret}@{parts.hostname}:{parts.port or 5432}")
+    with open_store(urlunsplit(parts)) as store:
+        store.append("s", [Record("a", b"1")])
+        out = io.StringIO()
+        seen: list[object] = []
+        export_jsonl(store, out, progress=seen.append)
+        assert secret not in out.getvalue() and secret not in repr(seen)
+        store.delete("s")
+
+
 # -- a migration killed part way and run again -----------------------------------------------
 
 KILLER = textwrap.dedent(
@@ -234,6 +278,7 @@ KILLER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a child process each
 @pytest.mark.parametrize("destination_backend", ["sqlite", "postgres", "redis"])
 def test_a_migration_killed_midway_completes_when_run_again(
     destination_backend: str,

@@ -7,7 +7,9 @@ from __future__ import annotations
 import base64
 import io
 import json
-from collections.abc import Callable
+import os
+import tracemalloc
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import pytest
@@ -22,6 +24,7 @@ from chatkeep.core import (
     SessionMismatch,
     SessionNotFound,
     Store,
+    StoreUnavailable,
     TransferProgress,
     TransferStats,
     VerificationFailed,
@@ -42,9 +45,8 @@ from chatkeep.core.errors import CapabilityMissing
 from chatkeep.core.memory import MemoryStore
 from chatkeep.core.views import TEMP_PREFIX
 
-from .conftest import CountingBackend
-
-StoreFactory = Callable[..., tuple[Store, CountingBackend]]
+#: The ``counting_store`` fixture of conftest.py: ``store, backend = counting_store()``.
+StoreFactory = Callable[..., tuple[Store, Any]]
 
 BINARY = [b"", bytes(range(256)), b"\x00" * 9, b"\xff\xfe\xc3\x28", b"a\r\nb\n", b"\xed\xa0\x80"]
 ODD_IDS = ["a\nb", "../x", "'\";--", "\U0001f600", "e\u0301", "\u2028", " ", "{tag}", "%2F"]
@@ -297,8 +299,8 @@ def test_a_line_after_the_end_line_is_refused() -> None:
     assert caught.value.line == 5
 
 
-def test_blank_lines_and_crlf_line_ends_are_accepted() -> None:
-    text = "\r\n".join([HEADER, "", *GOOD, "   ", end_line(1, 2), "", ""])
+def test_blank_lines_crlf_line_ends_and_a_byte_order_mark_are_accepted() -> None:
+    text = "\ufeff" + "\r\n".join([HEADER, "", *GOOD, "   ", end_line(1, 2), "", ""])
     target = open_store("memory://")
     assert import_jsonl(target, io.StringIO(text, newline="")).records_copied == 2
     assert target.read("s") == [Record("a", b"1"), Record("b", b"2")]
@@ -476,8 +478,21 @@ def test_migrate_raises_record_conflict_for_an_id_stored_with_other_data() -> No
     source.append("s", [Record("a", b"1"), Record("b", b"2")])
     target = open_store("memory://")
     target.append("s", [Record("b", b"other")])
-    with pytest.raises(RecordConflict):
+    with pytest.raises(RecordConflict) as caught:
         migrate(source, target)
+    assert caught.value.record_id == "b"
+    # the records before the conflicting one are stored, the rest is not
+    assert target.read("s") == [Record("b", b"other"), Record("a", b"1")]
+
+
+def test_an_import_stores_the_records_before_a_conflict_inside_a_batch() -> None:
+    source = open_store("memory://")
+    source.append("s", [Record(i, i.encode()) for i in "abcd"])
+    target = open_store("memory://")
+    target.append("s", [Record("c", b"other")])
+    with pytest.raises(RecordConflict):
+        import_jsonl(target, io.StringIO(exported(source)))
+    assert target.read("s") == [Record("c", b"other"), Record("a", b"a"), Record("b", b"b")]
 
 
 # -- bounded memory: pages, never a whole session -------------------------------------------
@@ -510,6 +525,12 @@ def test_every_read_and_append_is_bounded(counting_store: StoreFactory) -> None:
     big_reads = [got for sid, start, _, got in source_backend.reads if sid == "big" and start]
     assert big_reads and max(big_reads) == 1  # large records shrink the pages
     assert everything(target) == everything(source) == everything(third)
+    target_backend.reads.clear()
+    again = import_jsonl(target, io.StringIO(text))  # compares with what is stored, paged
+    assert again.records_skipped == 60 and again.records_copied == 0
+    assert max(stop - start for _, start, stop, _ in target_backend.reads if stop) <= 7
+    windows = [got for sid, start, _, got in target_backend.reads if sid == "big" and start > 1]
+    assert windows and max(windows) == 1
 
 
 def test_progress_is_reported_per_page_with_what_is_known(
@@ -532,3 +553,121 @@ def test_progress_is_reported_per_page_with_what_is_known(
     export_jsonl(source, io.StringIO(), progress=listed.append)
     assert listed and {p.sessions_total for p in listed} == {None}
     assert listed[-1].records_done == 11
+
+
+class NullBackend:
+    """Stores nothing and reads as empty: what an import costs in memory, store aside."""
+
+    capabilities: ClassVar[frozenset[str]] = frozenset({"list_sessions"})
+
+    def append(self, session_id: str, records: list[Record]) -> None:
+        pass
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        return []
+
+    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+        return iter(())
+
+
+class Discard(io.TextIOBase):
+    """A text stream that counts what is written and keeps none of it."""
+
+    def __init__(self) -> None:
+        self.characters = 0
+
+    def write(self, text: str) -> int:
+        self.characters += len(text)
+        return len(text)
+
+
+class GeneratedExport(io.TextIOBase):
+    """An export of ``count`` random records of ``size`` bytes in one session, made line
+    by line as it is read (never the whole file)."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self.lines = self._lines(count, size)
+
+    @staticmethod
+    def _lines(count: int, size: int) -> Iterator[str]:
+        yield HEADER + "\n"
+        for n in range(count):
+            yield record_line("big", n, f"r{n:05}", os.urandom(size)) + "\n"
+        yield end_line(1, count) + "\n"
+
+    def readable(self) -> bool:
+        return True
+
+    def readline(self, size: int | None = -1) -> str:
+        return next(self.lines, "")
+
+
+def test_memory_stays_bounded_however_big_the_store() -> None:
+    size, count = 4096, 10_000  # 40 MiB of records in one session
+    source = open_store("memory://")
+    for start in range(0, count, 1000):
+        batch = [Record(f"r{i:05}", os.urandom(size)) for i in range(start, start + 1000)]
+        source.append("big", batch)
+    sink = Discard()
+    tracemalloc.start()
+    try:
+        export_jsonl(source, sink)
+        _, export_peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        stats = import_jsonl(Store(NullBackend(), name="null"), GeneratedExport(count, size))
+        _, import_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sink.characters > count * size * 4 // 3  # the whole store went through
+    assert stats.records_copied == count
+    limit = 16 * 1024 * 1024  # a few pages; the store holds 40 MiB, its export 54 MiB
+    assert export_peak < limit, export_peak
+    assert import_peak < limit, import_peak
+
+
+class FailingAppends:
+    """Fault injection: the ``fail_at``-th append raises StoreUnavailable (nothing stored)."""
+
+    capabilities: ClassVar[frozenset[str]] = frozenset({"list_sessions"})
+
+    def __init__(self, fail_at: int) -> None:
+        self.inner = MemoryStore()
+        self.fail_at = fail_at
+        self.appends = 0
+
+    def append(self, session_id: str, records: list[Record]) -> None:
+        self.appends += 1
+        if self.appends == self.fail_at:
+            raise StoreUnavailable("injected: the server went away")
+        self.inner.append(session_id, records)
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        return self.inner.read(session_id, start, stop)
+
+    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+        return self.inner.list_sessions(prefix)
+
+
+@pytest.mark.parametrize("operation", ["migrate", "import"])
+def test_a_failure_part_way_leaves_prefixes_and_running_again_completes(
+    operation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(transfer_module, "PAGE_RECORDS", 3)
+    source = open_store("memory://")
+    for name in ("a", "b"):
+        source.append(name, [Record(f"{name}{i}", b"%d" % i) for i in range(7)])
+    text = exported(source)
+    backend = FailingAppends(fail_at=4)  # a: 3 + 3 + 1, then b's first batch fails
+    target = Store(backend, name="flaky")
+
+    def run_once() -> TransferStats:
+        if operation == "migrate":
+            return migrate(source, target)
+        return import_jsonl(target, io.StringIO(text))
+
+    with pytest.raises(StoreUnavailable):
+        run_once()
+    assert target.read("a") == source.read("a") and target.read("b") == []
+    stats = run_once()
+    assert everything(target) == everything(source)
+    assert (stats.records_copied, stats.records_skipped) == (7, 7)

@@ -7,6 +7,7 @@ connections run read-only transactions.
 from __future__ import annotations
 
 import asyncio
+import pickle
 from typing import Any
 
 import psycopg
@@ -184,3 +185,10 @@ def test_mode_is_not_passed_to_libpq(postgres_url: str) -> None:
     assert "mode" not in store._params
     assert "default_transaction_read_only=on" in store._params["options"]
     assert PostgresStore(postgres_url).options.mode == "rwc"
+
+
+def test_the_error_survives_pickling() -> None:
+    error = pickle.loads(pickle.dumps(ReadOnlyStore("append")))
+    assert isinstance(error, ReadOnlyStore) and error.action == "append"
+    assert str(error) == str(ReadOnlyStore("append"))
+    assert "append is refused" in str(error)

@@ -275,3 +275,18 @@ def test_a_file_the_user_cannot_write(shared_dir: Path, journal_mode: str, where
         after = {name: value for name, value in after.items() if name == "chats.db"}
         before = {name: value for name, value in before.items() if name == "chats.db"}
     assert after == before
+
+
+def test_the_errors_cross_process_boundaries() -> None:
+    """They pickle (a worker process's error re-raised in its parent keeps type and text)."""
+    from chatkeep.sqlite.errors import DatabaseReplaced
+
+    for error in (
+        DatabaseNotFound("/data/chats.db", "ro"),
+        ReadOnlyStore("/data/chats.db", "append"),
+        DatabaseReplaced("/data/chats.db", "was deleted"),
+    ):
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error)
+        assert str(copy) == str(error)
+        assert "/data/chats.db" in str(copy)

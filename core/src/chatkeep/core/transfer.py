@@ -153,6 +153,23 @@ class _Tally:
         return TransferStats(self.sessions, self.copied, self.skipped, self.bytes)
 
 
+def _append(store: Store, session_id: str, batch: list[Record], tally: _Tally) -> None:
+    """Append one batch. A :class:`RecordConflict` refuses the whole batch, so the records
+    before the conflicting one are appended on their own first: everything before the
+    conflict is stored, as the error's callers are told."""
+    try:
+        store.append(session_id, batch)
+    except RecordConflict as conflict:
+        before = next(
+            (index for index, record in enumerate(batch) if record.id == conflict.record_id), 0
+        )
+        if before:
+            store.append(session_id, batch[:before])
+            tally.copy(batch[:before])
+        raise
+    tally.copy(batch)
+
+
 # -- which sessions, and reading them in pages -----------------------------------------------
 
 
@@ -175,6 +192,13 @@ def _sessions(store: Store, sessions: Iterable[str] | None) -> tuple[Iterator[st
     return iter(named), len(named)
 
 
+def _page_size(page: list[Record]) -> int:
+    """How many records the next page should ask for after ``page`` (non-empty): at most
+    :data:`PAGE_RECORDS`, about :data:`PAGE_BYTES` bytes of records like these."""
+    average = max(sum(len(record.data) for record in page) // len(page), 1)
+    return max(1, min(PAGE_RECORDS, PAGE_BYTES // average))
+
+
 def _pages(store: Store, session_id: str, start: int = 0) -> Iterator[list[Record]]:
     """The session's records from ``start`` on, in pages of at most :data:`PAGE_RECORDS`
     records that shrink to about :data:`PAGE_BYTES` bytes when records are large."""
@@ -187,8 +211,7 @@ def _pages(store: Store, session_id: str, start: int = 0) -> Iterator[list[Recor
         if len(page) < size:
             return
         start += len(page)
-        average = max(sum(len(record.data) for record in page) // len(page), 1)
-        size = max(1, min(PAGE_RECORDS, PAGE_BYTES // average))
+        size = _page_size(page)
 
 
 # -- export --------------------------------------------------------------------------------
@@ -268,6 +291,7 @@ class _Importer:
         self.diverged = False
         self.window: list[Record] = []  # destination records from window_start on
         self.window_start = 0
+        self.window_size = PAGE_RECORDS
         self.batch: list[Record] = []
         self.batch_bytes = 0
         self.batch_ids: set[str] = set()
@@ -287,6 +311,7 @@ class _Importer:
         self.diverged = False
         self.window = []
         self.window_start = position
+        self.window_size = PAGE_RECORDS
         self.tally.session_id = session_id
         self.tally.sessions += 1
 
@@ -294,13 +319,14 @@ class _Importer:
         offset = position - self.window_start
         if not 0 <= offset < len(self.window):
             assert self.session_id is not None
-            stop = min(position + PAGE_RECORDS, self.length)
+            stop = min(position + self.window_size, self.length)
             self.window = self.store.read(self.session_id, position, stop)
             self.window_start = position
             offset = 0
             if not self.window:  # the destination shrank meanwhile (deleted)
                 self.length = position
                 raise IndexError(position)
+            self.window_size = _page_size(self.window)
         return self.window[offset]
 
     def add(self, record: Record, line: int) -> None:
@@ -337,9 +363,8 @@ class _Importer:
             return
         assert self.session_id is not None
         batch = self.batch
-        self.store.append(self.session_id, batch)
         self.batch, self.batch_bytes, self.batch_ids = [], 0, set()
-        self.tally.copy(batch)
+        _append(self.store, self.session_id, batch, self.tally)
         self.tally.report()
 
 
@@ -406,6 +431,8 @@ def _read_lines(source: IO[str], importer: _Importer) -> None:
     end: dict[str, Any] | None = None
     end_line = records = number = 0
     for number, text in enumerate(source, start=1):
+        if number == 1:
+            text = text.removeprefix("\ufeff")  # a byte-order mark some editors add
         if not text.strip():
             continue
         value = _parse(text, number)
@@ -502,8 +529,7 @@ def _copy_session(source: Store, destination: Store, session_id: str, tally: _Ta
     start = _held(source, destination, session_id)
     tally.skipped += start
     for page in _pages(source, session_id, start):
-        destination.append(session_id, page)
-        tally.copy(page)
+        _append(destination, session_id, page, tally)
         tally.report()
 
 

@@ -65,9 +65,13 @@ class ReadOnlyStore(CapabilityMissing):
 
     def __init__(self, action: str) -> None:
         super().__init__("postgres", action)
-        self.args = (
-            f"this PostgreSQL store was opened read-only (mode=ro): {action} is refused and "
-            "nothing was written; open it without mode=ro to write",
+        self.action = action
+        self.args = (action,)  # what __init__ takes, so the error pickles (spawned workers)
+
+    def __str__(self) -> str:
+        return (
+            f"this PostgreSQL store was opened read-only (mode=ro): {self.action} is refused "
+            "and nothing was written; open it without mode=ro to write"
         )
 
 

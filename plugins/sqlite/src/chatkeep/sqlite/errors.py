@@ -40,11 +40,15 @@ class DatabaseReplaced(StoreUnavailable):
 
     def __init__(self, path: str, what: str) -> None:
         self.path = path
+        self.what = what
         super().__init__(
             f"SQLite database {path!r} {what} while this store had it open; nothing of "
             "this call was stored (it would have gone to a file no one can open again). "
             "Open the store again to use the file now at that path."
         )
+
+    def __reduce__(self) -> tuple[type[DatabaseReplaced], tuple[str, str]]:
+        return type(self), (self.path, self.what)
 
 
 class DatabaseNotFound(StoreUnavailable, FileNotFoundError):
@@ -59,6 +63,9 @@ class DatabaseNotFound(StoreUnavailable, FileNotFoundError):
             f"SQLite database {path!r} does not exist (mode={mode} never creates it); "
             "check the path, or open it without mode= to create it"
         )
+
+    def __reduce__(self) -> tuple[type[DatabaseNotFound], tuple[str, str]]:
+        return type(self), (self.path, self.mode)
 
 
 class ReadOnlyStore(CapabilityMissing):
@@ -75,3 +82,6 @@ class ReadOnlyStore(CapabilityMissing):
             "possible through this handle; nothing was written. Open it with mode=rw "
             "(or without mode=) to write.",
         )
+
+    def __reduce__(self) -> tuple[type[ReadOnlyStore], tuple[str, str]]:
+        return type(self), (self.path, self.capability)
