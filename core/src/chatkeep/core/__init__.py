@@ -22,6 +22,7 @@ from .errors import (
     CorruptRecord,
     EncodeError,
     HistoryConflict,
+    InvalidExport,
     InvalidMessage,
     InvalidOption,
     InvalidRecord,
@@ -30,12 +31,14 @@ from .errors import (
     PluginError,
     RecordConflict,
     SessionExists,
+    SessionMismatch,
     SessionNotFound,
     StoreClosed,
     StoreUnavailable,
     ToolError,
     ToolLoopLimit,
     UnknownBackend,
+    VerificationFailed,
     ViewError,
 )
 from .history import (
@@ -91,6 +94,15 @@ from .session import (
 )
 from .store import CAPABILITIES, Backend, Store
 from .tools import Tool, tool
+from .transfer import (
+    FORMAT_VERSION,
+    TransferProgress,
+    TransferStats,
+    export_jsonl,
+    import_jsonl,
+    migrate,
+    verify,
+)
 from .urls import redact_url
 from .views import (
     Checkpoint,
@@ -110,6 +122,7 @@ from .views import (
 
 __all__ = [
     "CAPABILITIES",
+    "FORMAT_VERSION",
     "Agent",
     "AgentResponse",
     "AgentResponseStream",
@@ -136,6 +149,7 @@ __all__ = [
     "HistoryConflict",
     "HistoryProvider",
     "InMemoryHistoryProvider",
+    "InvalidExport",
     "InvalidMessage",
     "InvalidOption",
     "InvalidRecord",
@@ -156,6 +170,7 @@ __all__ = [
     "Role",
     "SessionExists",
     "SessionInfo",
+    "SessionMismatch",
     "SessionNotFound",
     "SlidingWindowReducer",
     "StateBag",
@@ -172,10 +187,13 @@ __all__ = [
     "ToolCallCollapseReducer",
     "ToolError",
     "ToolLoopLimit",
+    "TransferProgress",
+    "TransferStats",
     "TruncationReducer",
     "UnknownBackend",
     "UnknownContent",
     "UriContent",
+    "VerificationFailed",
     "ViewError",
     "acompact",
     "adelete_session",
@@ -194,12 +212,15 @@ __all__ = [
     "describe_session",
     "encode_message",
     "encode_records",
+    "export_jsonl",
     "fork",
     "hookimpl",
+    "import_jsonl",
     "list_forks",
     "list_session_infos",
     "message_from_dict",
     "message_to_dict",
+    "migrate",
     "new_id",
     "open_store",
     "read_messages",
@@ -208,6 +229,7 @@ __all__ = [
     "register_state_type",
     "tool",
     "undo",
+    "verify",
 ]
 
 #: Names that moved to ``chatkeep.vendors`` and are still found here (with a warning).

@@ -6,7 +6,8 @@ them. Messages say what was wrong and what to do; none ever includes a credentia
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 __all__ = [
     "AppendConflict",
@@ -15,6 +16,7 @@ __all__ = [
     "CorruptRecord",
     "EncodeError",
     "HistoryConflict",
+    "InvalidExport",
     "InvalidMessage",
     "InvalidOption",
     "InvalidRecord",
@@ -23,12 +25,14 @@ __all__ = [
     "PluginError",
     "RecordConflict",
     "SessionExists",
+    "SessionMismatch",
     "SessionNotFound",
     "StoreClosed",
     "StoreUnavailable",
     "ToolError",
     "ToolLoopLimit",
     "UnknownBackend",
+    "VerificationFailed",
     "ViewError",
 ]
 
@@ -246,3 +250,66 @@ class HistoryConflict(ChatkeepError, RuntimeError):
 class ToolError(ChatkeepError):
     """A tool call could not be made (bad arguments); reported to the model as the call's
     exception, so it can correct itself."""
+
+
+class InvalidExport(ChatkeepError, ValueError):
+    """An export being imported (``chatkeep.core.transfer.import_jsonl``) is not one this
+    chatkeep reads: no header, an unknown format version, a line that is not a record, a
+    gap in a session's records, or a file cut short (no end line, or counts that disagree).
+
+    ``line`` is the 1-based number of the offending line. The records of the lines before
+    it are stored (``records_stored`` of them were new); nothing of that line or after it
+    is. Importing the repaired or re-exported file again skips what is stored already.
+    """
+
+    def __init__(self, line: int, reason: str, records_stored: int = 0) -> None:
+        self.line = line
+        self.reason = reason
+        self.records_stored = records_stored
+        super().__init__(
+            f"line {line} of the export: {reason}. The records of the lines before it are "
+            f"stored ({records_stored} new), nothing of this line or after it; import the "
+            "repaired or re-exported file again (what is stored already is skipped)"
+        )
+
+
+@dataclass(frozen=True)
+class SessionMismatch:
+    """A session that differs between the two stores of a migration
+    (``chatkeep.core.transfer.verify``): its record counts and content digests (hex
+    BLAKE2b over the record ids and data, in log order) on each side."""
+
+    session_id: str
+    source_count: int
+    destination_count: int
+    source_digest: str
+    destination_digest: str
+
+
+def _mismatch_text(mismatch: SessionMismatch) -> str:
+    counts = (
+        f"{mismatch.source_count} records in the source, "
+        f"{mismatch.destination_count} in the destination"
+    )
+    if mismatch.source_count == mismatch.destination_count:
+        counts += ", other content"
+    return f"{mismatch.session_id!r} ({counts})"
+
+
+class VerificationFailed(ChatkeepError, RuntimeError):
+    """After a migration, some sessions differ between the source and the destination
+    (``mismatches``, one :class:`SessionMismatch` each). Nothing was deleted on either
+    side; a source written to during the copy is the usual cause: run the migration again
+    (it continues where the destination stops) once writers are stopped."""
+
+    def __init__(self, mismatches: Sequence[SessionMismatch]) -> None:
+        self.mismatches = list(mismatches)
+        shown = ", ".join(_mismatch_text(m) for m in self.mismatches[:5])
+        more = len(self.mismatches) - 5
+        if more > 0:
+            shown += f" and {more} more"
+        count = len(self.mismatches)
+        super().__init__(
+            f"{count} session{'s' if count != 1 else ''} differ{'s' if count == 1 else ''} "
+            f"between the source and the destination after the copy: {shown}"
+        )

@@ -18,23 +18,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .migrate import SchemaNotReady, migration_script
-    from .options import PostgresOptions
-    from .schema import LATEST_VERSION
+    from .config import PostgresOptions
+    from .faults import ReadOnlyStore
+    from .migrate import LATEST_VERSION, SchemaNotReady, migration_script
     from .store import PostgresStore
 
 __all__ = [
     "LATEST_VERSION",
     "PostgresOptions",
     "PostgresStore",
+    "ReadOnlyStore",
     "SchemaNotReady",
     "migration_script",
 ]
 
 _HOMES = {
-    "LATEST_VERSION": ".schema",
-    "PostgresOptions": ".options",
+    "LATEST_VERSION": ".migrate",
+    "PostgresOptions": ".config",
     "PostgresStore": ".store",
+    "ReadOnlyStore": ".faults",
     "SchemaNotReady": ".migrate",
     "migration_script": ".migrate",
 }

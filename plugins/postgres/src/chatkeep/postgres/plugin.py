@@ -1,21 +1,33 @@
 """Registers the ``postgres`` backend with chatkeep (entry point ``chatkeep: postgres``).
 
-The factory is a lazy ``"module:attribute"`` string so that listing backends never imports
-psycopg; the driver loads only when a ``postgresql://`` store is opened.
+The one place the backend's capabilities are declared. Nothing here imports psycopg: the
+factory is a lazy ``"module:attribute"`` string, loaded when a ``postgresql://`` store is
+opened.
 """
 
 from __future__ import annotations
 
-from chatkeep.core import hookimpl
-from chatkeep.core.hookspecs import RegisterBackend
-
-__all__ = ["CAPABILITIES", "chatkeep_register_backends"]
-
-#: What the backend offers; mirrored by ``PostgresStore.capabilities`` (a test checks both).
-CAPABILITIES = (
-    *("delete", "list_sessions", "close", "ttl", "shared", "durable", "conditional"),
-    "namespace",
+from chatkeep.core.backend import (
+    CLOSE,
+    CONDITIONAL,
+    DELETE,
+    DURABLE,
+    LIST_SESSIONS,
+    NAMESPACE,
+    SHARED,
+    TTL,
+    RegisterBackend,
+    hookimpl,
 )
+
+__all__ = ["CAPABILITIES", "SCHEMES", "chatkeep_register_backends"]
+
+#: What the PostgreSQL backend offers (declared once: the store class reads it from here).
+CAPABILITIES: frozenset[str] = frozenset(
+    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE}
+)
+#: The URL schemes that select it.
+SCHEMES = ("postgresql", "postgres")
 
 
 @hookimpl
@@ -24,7 +36,7 @@ def chatkeep_register_backends(register: RegisterBackend) -> None:
     register(
         "postgres",
         "chatkeep.postgres.store:PostgresStore",
-        schemes=["postgresql", "postgres"],
+        schemes=SCHEMES,
         capabilities=CAPABILITIES,
         description="PostgreSQL via psycopg 3 (sync and async pools, one round trip per call)",
     )

@@ -3,15 +3,19 @@
 Each hook is one round trip: ``append`` calls the server-side ``append`` function (lock the
 session row, skip stored ids, insert the batch at consecutive positions, bump the length, in
 one transaction); ``read`` is one statement that turns the slice into a position range using
-the session's length and reads it through the primary key, so a tail read costs O(k).
-Connection-level failures are retried a bounded number of times (safe: every hook is
-idempotent), then surface as :class:`~chatkeep.core.StoreUnavailable`.
+the session's length and reads it through the primary key, so a tail read costs O(k), and
+whose header row says how many records the slice must hold (a missing row raises
+:class:`~chatkeep.core.CorruptRecord`). Connection-level failures are retried a bounded
+number of times (safe: every hook is idempotent), then surface as
+:class:`~chatkeep.core.StoreUnavailable`; every other driver error goes through the one
+table of :mod:`chatkeep.postgres.faults`. With ``mode=ro`` the handle never writes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import struct
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -23,31 +27,37 @@ from psycopg.rows import RowMaker, tuple_row
 from psycopg.types.numeric import Int8
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from chatkeep.core import AppendConflict, Record, RecordConflict, StoreUnavailable, redact_url
+from chatkeep.core.backend import (
+    CorruptRecord,
+    Record,
+    StoreUnavailable,
+    prefix_upper_bound,
+    redact_url,
+)
 
-from .faults import backoff, is_retryable, safe_cause, unavailable
-from .migrate import ensure_schema
-from .options import PostgresOptions, parse_url, password_forms, with_statement_timeout
+from . import sql as pgsql
+from .config import PostgresOptions, parse_url, password_forms, with_server_options
+from .faults import RETRYABLE, Call, Faults, ReadOnlyStore, backoff, is_retryable
+from .layout import Names
+from .migrate import ensure_schema, readable_version
 from .plugin import CAPABILITIES
-from .schema import APPEND_CONFLICT_STATE, RECORD_CONFLICT_STATE, Names, Queries
+from .sql import Queries
 
 __all__ = ["PostgresStore"]
 
-# Errors that mean "the connection or server failed" (as opposed to a bad statement).
-_CONNECTION_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
+#: Statement parameters: positional or named.
+Params = Sequence[Any] | dict[str, Any]
 
+#: Reads before giving up on a session whose log changes between a short read and the check
+#: of its positions (only a concurrent repair or delete does that).
+_READ_ATTEMPTS = 3
 
-def _conflict(
-    exc: psycopg.Error, params: Sequence[Any] | dict[str, Any]
-) -> RecordConflict | AppendConflict | None:
-    """The typed error for the append functions' own SQLSTATEs (CK409, CK412), if it is one."""
-    if exc.sqlstate == RECORD_CONFLICT_STATE:
-        assert isinstance(params, tuple)
-        return RecordConflict(params[1], exc.diag.message_detail or "")
-    if exc.sqlstate == APPEND_CONFLICT_STATE:
-        assert isinstance(params, tuple)
-        return AppendConflict(params[1], params[5])
-    return None
+#: The statement of each kind of ``chatkeep_damage``.
+_DAMAGE = {
+    "garbage": "damage_garbage",
+    "truncated": "damage_truncated",
+    "missing": "damage_missing",
+}
 
 
 def _record_rows(cursor: Any) -> RowMaker[Record]:
@@ -55,17 +65,40 @@ def _record_rows(cursor: Any) -> RowMaker[Record]:
     return Record._make
 
 
-def _prefix_upper_bound(prefix: str) -> str | None:
-    """The smallest string greater than every string starting with ``prefix``, in code-point
-    order (which is byte order of UTF-8, i.e. ``COLLATE "C"``); ``None`` if unbounded."""
-    chars = list(prefix)
-    while chars:
-        code = ord(chars.pop()) + 1
-        if code == 0xD800:  # surrogates cannot occur in UTF-8 text: skip them
-            code = 0xE000
-        if code <= 0x10FFFF:
-            return "".join(chars) + chr(code)
-    return None
+def _complete(rows: list[Record]) -> list[Record] | None:
+    """The records of a read's reply, or ``None`` when a position of the slice is missing.
+
+    The reply is a header row (``data``: the slice's first position and end) followed by
+    the records; none at all for an unknown or expired session.
+    """
+    if not rows:
+        return []
+    low, high = struct.unpack(pgsql.READ_HEADER_FORMAT, rows[0].data)
+    del rows[0]
+    return rows if len(rows) == max(high - low, 0) else None
+
+
+def _raise_gap(session_id: str, rows: list[tuple[int, int, int | None]]) -> None:
+    """Raise :class:`CorruptRecord` for the first position of ``rows`` (``low, high, seq``
+    of every record of the slice) that has no record; return if none is missing."""
+    if not rows:
+        return
+    low, high = rows[0][0], rows[0][1]
+    present = {row[2] for row in rows}
+    for position in range(low, high):
+        if position not in present:
+            raise CorruptRecord(
+                session_id,
+                position,
+                "the record's row is missing from the table (a gap in the log)",
+            )
+
+
+def _raise_unsettled(session_id: str) -> NoReturn:
+    raise StoreUnavailable(
+        f"session {session_id!r} changed between {_READ_ATTEMPTS} reads and the check of "
+        "their positions; retry the read"
+    )
 
 
 class PostgresStore:
@@ -91,14 +124,23 @@ class PostgresStore:
         #: The URL with its password replaced by ``***`` (safe to log).
         self.url: str = redact_url(url)
         # Connection parameters hold the password: never printed, never in an error.
-        self._params = params
+        # Setup (migrations, the read-only check) runs without statement_timeout: waiting on
+        # the migration lock while another process migrates must not time out.
+        self._params = with_server_options(
+            params, statement_timeout=None, read_only=settings.read_only
+        )
         self._pool_params: dict[str, Any] = {
-            **with_statement_timeout(params, settings.statement_timeout),
+            **with_server_options(
+                params,
+                statement_timeout=settings.statement_timeout,
+                read_only=settings.read_only,
+            ),
             "autocommit": True,
             "prepare_threshold": settings.prepare_threshold,
         }
         password = str(params.get("password") or "")
         self._secrets: tuple[str, ...] = tuple({*password_forms(url), password} - {""})
+        self._faults = Faults(self.url, self._secrets)
         self._names = Names(settings.schema, settings.table_prefix)
         self._namespace = settings.namespace or ""
         self._ttl = None if settings.ttl is None else timedelta(seconds=settings.ttl)
@@ -134,47 +176,51 @@ class PostgresStore:
     def __repr__(self) -> str:
         return (
             f"<PostgresStore {self.url} schema={self.options.schema!r} "
-            f"table_prefix={self.options.table_prefix!r} namespace={self._namespace!r}>"
+            f"table_prefix={self.options.table_prefix!r} namespace={self._namespace!r}"
+            f"{' mode=ro' if self.options.read_only else ''}>"
         )
 
     # -- failure handling -----------------------------------------------------------------
 
-    def _raise_unavailable(self, exc: BaseException, action: str, attempts: int) -> NoReturn:
-        error = unavailable(
-            exc, where=self.url, action=action, attempts=attempts, secrets=self._secrets
-        )
-        # Raised outside any ``except`` block, so the only link to ``exc`` is this one, and
-        # only when ``exc`` cannot leak the password.
-        raise error from safe_cause(exc, self._secrets)
-
     def _raise_closed(self) -> NoReturn:
         raise StoreUnavailable(f"the PostgreSQL store {self.url} is closed; open a new one")
 
+    def _writable(self, action: str) -> None:
+        """Refuse ``action`` on a read-only handle, before anything reaches the server."""
+        if self.options.read_only:
+            raise ReadOnlyStore(action)
+
     # -- setup: migrations, statements, pools ---------------------------------------------
 
-    def _prepare(self) -> Queries:
-        """Apply pending migrations (if allowed) and render the statements, once."""
+    def _prepare(self) -> Queries | None:
+        """Apply pending migrations (if allowed) and render the statements, once.
+
+        ``None`` only for a read-only handle on a database without chatkeep's tables (it
+        reads as empty, and checks again on its next call).
+        """
         if self._queries is None:
             self._migrate(allow=self.options.migrate)
-        assert self._queries is not None
         return self._queries
 
     def _migrate(self, *, allow: bool) -> int:
-        attempt = 0
+        call = Call("connecting")
         while True:
-            attempt += 1
-            try:
-                # A plain connection without statement_timeout: waiting on the migration
-                # lock while another process migrates must not time out.
-                with psycopg.connect(**self._params, autocommit=True) as conn:
-                    applied = ensure_schema(conn, self._names, migrate=allow)
-                    self._queries = Queries.render(self._names, conn)
-                return applied
-            except _CONNECTION_ERRORS as exc:
-                failure: BaseException = exc
-            if not is_retryable(failure) or attempt > self.options.retries:
-                self._raise_unavailable(failure, "connecting", attempt)
-            time.sleep(backoff(attempt))
+            with self._faults.mapped(call):
+                try:
+                    with psycopg.connect(**self._params, autocommit=True) as conn:
+                        if self.options.read_only:  # never creates or migrates anything
+                            if readable_version(conn, self._names) == 0:
+                                return 0
+                            applied = 0
+                        else:
+                            applied = ensure_schema(conn, self._names, migrate=allow)
+                        self._queries = Queries.render(self._names, conn)
+                    return applied
+                except RETRYABLE as exc:
+                    if not is_retryable(exc) or call.attempts > self.options.retries:
+                        raise
+            time.sleep(backoff(call.attempts))
+            call = call._replace(attempts=call.attempts + 1)
 
     def migrate(self) -> int:
         """Apply pending schema migrations now and return how many this call applied.
@@ -183,12 +229,13 @@ class PostgresStore:
         in a deploy step run with a more privileged role. Safe to call from many processes
         at once; migrations are serialized by an advisory lock and applied exactly once.
         """
+        self._writable("migrate")
         with self._lock:
             if self._closed:
                 self._raise_closed()
             return self._migrate(allow=True)
 
-    def _sync_pool(self) -> tuple[ConnectionPool, Queries]:
+    def _sync_pool(self) -> tuple[ConnectionPool, Queries] | None:
         pool, queries = self._pool, self._queries
         if pool is not None and queries is not None:
             return pool, queries
@@ -196,6 +243,8 @@ class PostgresStore:
             if self._closed:
                 self._raise_closed()
             queries = self._prepare()
+            if queries is None:
+                return None  # read-only, and no tables to read: nothing needs a pool
             if self._pool is None:
                 pool = ConnectionPool(
                     kwargs=self._pool_params,
@@ -215,7 +264,7 @@ class PostgresStore:
                 self._pool = pool
             return self._pool, queries
 
-    async def _async_pool(self) -> tuple[AsyncConnectionPool, Queries]:
+    async def _async_pool(self) -> tuple[AsyncConnectionPool, Queries] | None:
         loop = asyncio.get_running_loop()
         pool, queries = self._apool, self._queries
         if pool is not None and queries is not None and self._apool_loop is loop:
@@ -224,6 +273,8 @@ class PostgresStore:
             self._raise_closed()
         if queries is None:
             queries = await asyncio.to_thread(self._prepare_locked)
+            if queries is None:
+                return None  # read-only, and no tables to read
         # An async pool belongs to one event loop; a new loop (another asyncio.run) gets a
         # new pool, and the guard below closed the old one when its loop shut down.
         fresh = AsyncConnectionPool(
@@ -273,7 +324,7 @@ class PostgresStore:
                     self._apool = self._apool_loop = self._apool_guard = None
             await pool.close(timeout=5)
 
-    def _prepare_locked(self) -> Queries:
+    def _prepare_locked(self) -> Queries | None:
         with self._lock:
             if self._closed:
                 self._raise_closed()
@@ -282,66 +333,55 @@ class PostgresStore:
     # -- one statement, retried -------------------------------------------------------------
 
     def _run(
-        self,
-        action: str,
-        statement: str,
-        params: Sequence[Any] | dict[str, Any],
-        row_factory: Any = tuple_row,
+        self, call: Call, statement: str, params: Params, row_factory: Any = tuple_row
     ) -> list[Any]:
-        attempt = 0
+        """Execute one of the rendered statements and fetch its rows, retrying connection
+        failures; every other error leaves through the fault table."""
         while True:
-            attempt += 1
-            pool, queries = self._sync_pool()
-            try:
-                with pool.connection() as conn:
-                    cursor = conn.cursor(binary=True, row_factory=row_factory)
-                    cursor.execute(getattr(queries, statement), params)
-                    return cursor.fetchall() if cursor.description else []
-            except psycopg.Error as exc:
-                conflict = _conflict(exc, params)
-                if conflict is not None:
-                    raise conflict from None
-                if not isinstance(exc, _CONNECTION_ERRORS):
-                    raise
-                failure: BaseException = exc
-            if self._closed:
-                self._raise_closed()
-            if not is_retryable(failure) or attempt > self.options.retries:
-                self._raise_unavailable(failure, action, attempt)
-            if attempt == 1:
+            ready = self._sync_pool()
+            if ready is None:
+                return []  # read-only handle, no chatkeep tables: every query is empty
+            pool, queries = ready
+            with self._faults.mapped(call):
+                try:
+                    with pool.connection() as conn:
+                        cursor = conn.cursor(binary=True, row_factory=row_factory)
+                        cursor.execute(getattr(queries, statement), params)
+                        return cursor.fetchall() if cursor.description else []
+                except RETRYABLE as exc:
+                    if self._closed:
+                        self._raise_closed()
+                    if not is_retryable(exc) or call.attempts > self.options.retries:
+                        raise
+            if call.attempts == 1:
                 pool.check()  # drop every idle connection the same outage broke
-            time.sleep(backoff(attempt))
+            time.sleep(backoff(call.attempts))
+            call = call._replace(attempts=call.attempts + 1)
 
     async def _arun(
-        self,
-        action: str,
-        statement: str,
-        params: Sequence[Any] | dict[str, Any],
-        row_factory: Any = tuple_row,
+        self, call: Call, statement: str, params: Params, row_factory: Any = tuple_row
     ) -> list[Any]:
-        attempt = 0
+        """Async :meth:`_run`."""
         while True:
-            attempt += 1
-            pool, queries = await self._async_pool()
-            try:
-                async with pool.connection() as conn:
-                    cursor = conn.cursor(binary=True, row_factory=row_factory)
-                    await cursor.execute(getattr(queries, statement), params)
-                    return await cursor.fetchall() if cursor.description else []
-            except psycopg.Error as exc:
-                conflict = _conflict(exc, params)
-                if conflict is not None:
-                    raise conflict from None
-                if not isinstance(exc, _CONNECTION_ERRORS):
-                    raise
-                failure: BaseException = exc
-            if self._closed:
-                self._raise_closed()
-            if not is_retryable(failure) or attempt > self.options.retries:
-                self._raise_unavailable(failure, action, attempt)
-            if attempt == 1:
+            ready = await self._async_pool()
+            if ready is None:
+                return []
+            pool, queries = ready
+            with self._faults.mapped(call):
+                try:
+                    async with pool.connection() as conn:
+                        cursor = conn.cursor(binary=True, row_factory=row_factory)
+                        await cursor.execute(getattr(queries, statement), params)
+                        return await cursor.fetchall() if cursor.description else []
+                except RETRYABLE as exc:
+                    if self._closed:
+                        self._raise_closed()
+                    if not is_retryable(exc) or call.attempts > self.options.retries:
+                        raise
+            if call.attempts == 1:
                 await pool.check()
-            await asyncio.sleep(backoff(attempt))
+            await asyncio.sleep(backoff(call.attempts))
+            call = call._replace(attempts=call.attempts + 1)
 
     # -- parameters ---------------------------------------------------------------------------
 
@@ -359,7 +399,7 @@ class PostgresStore:
         }
 
     def _list_params(self, prefix: str | None, after: str) -> tuple[str, dict[str, Any]]:
-        upper = None if not prefix else _prefix_upper_bound(prefix)
+        upper = None if not prefix else prefix_upper_bound(prefix)
         params = {
             "namespace": self._namespace,
             "lower": prefix or "",
@@ -373,28 +413,47 @@ class PostgresStore:
 
     def append(self, session_id: str, records: list[Record]) -> None:
         """Append ``records`` atomically, skipping ids the session already has."""
-        self._run("append", "append", self._append_params(session_id, records))
+        self._writable("append")
+        self._run(Call("append", session_id), "append", self._append_params(session_id, records))
 
     def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
         """Append only if the session still ends at record ``after`` (``None``: empty); else
         raise :class:`~chatkeep.core.AppendConflict`. One round trip: the function locks the
         session row, checks and appends in one transaction."""
-        self._run("append", "append_if", (*self._append_params(session_id, records), after))
+        self._writable("append")
+        self._run(
+            Call("append", session_id, after),
+            "append_if",
+            (*self._append_params(session_id, records), after),
+        )
 
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
-        """The records of ``log[start:stop]``, in order ([] for an unknown session)."""
-        return self._run("read", "read", self._read_params(session_id, start, stop), _record_rows)
+        """The records of ``log[start:stop]``, in order ([] for an unknown session).
+
+        One round trip. A position of the slice whose row is missing (removed behind the
+        store's back, or a stored length above the rows) raises
+        :class:`~chatkeep.core.CorruptRecord` naming the session and the first missing
+        position, never a shorter history; the records before it stay readable.
+        """
+        call, params = Call("read", session_id), self._read_params(session_id, start, stop)
+        for _ in range(_READ_ATTEMPTS):
+            records = _complete(self._run(call, "read", params, _record_rows))
+            if records is not None:
+                return records
+            _raise_gap(session_id, self._run(call, "read_positions", params))
+        _raise_unsettled(session_id)
 
     def delete(self, session_id: str) -> None:
         """Erase the session: its records and its row (waits for in-flight appends)."""
-        self._run("delete", "delete", (self._namespace, session_id))
+        self._writable("delete")
+        self._run(Call("delete", session_id), "delete", (self._namespace, session_id))
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
         """Yield live session ids (in code-point order), fetched a page at a time."""
         after = ""
         while True:
             statement, params = self._list_params(prefix, after)
-            rows = self._run("list_sessions", statement, params)
+            rows = self._run(Call("list_sessions"), statement, params)
             for (session_id,) in rows:
                 yield session_id
             if len(rows) < self.options.list_page_size:
@@ -405,13 +464,39 @@ class PostgresStore:
         """What an acknowledged append survives (a test hook of ``chatkeep.testing``):
         ``"power"`` when the server syncs its WAL at commit (``fsync`` and
         ``synchronous_commit`` on, PostgreSQL's defaults), else ``"server"`` at best."""
-        pool, _ = self._sync_pool()
-        with pool.connection() as conn:
-            fsync = conn.execute("SHOW fsync").fetchone()
-            commit = conn.execute("SHOW synchronous_commit").fetchone()
+        ready = self._sync_pool()
+        with (
+            ready[0].connection() if ready else psycopg.connect(**self._params, autocommit=True)
+        ) as conn:
+            fsync = conn.execute(pgsql.SHOW_FSYNC).fetchone()
+            commit = conn.execute(pgsql.SHOW_SYNCHRONOUS_COMMIT).fetchone()
         synced = fsync is not None and fsync[0] == "on"
         committed = commit is not None and commit[0] in ("on", "remote_write", "remote_apply")
         return "power" if synced and committed else "server"
+
+    def chatkeep_damage(self, session_id: str, position: int, kind: str) -> None:
+        """Damage the record at ``position`` behind the store's back, as an operator with
+        SQL could (a test hook of ``chatkeep.testing``): ``"garbage"`` (other bytes),
+        ``"truncated"`` (its data cut short) or ``"missing"`` (its row deleted)."""
+        statement = _DAMAGE.get(kind)
+        if statement is None:
+            raise NotImplementedError(kind)
+        self._writable("chatkeep_damage")
+        params = {
+            "namespace": self._namespace,
+            "session_id": session_id,
+            "position": Int8(position),
+        }
+        if not self._run(Call("chatkeep_damage", session_id), statement, params):
+            raise IndexError(f"session {session_id!r} has no record at position {position}")
+
+    def chatkeep_storage_contains(self, data: bytes) -> bool:
+        """Whether ``data`` occurs in a live row of the store's tables (a test hook of
+        ``chatkeep.testing``): record data, record and session ids, namespaces, of every
+        namespace sharing the tables. Row versions already deleted but not yet vacuumed,
+        the WAL, replicas and backups are not seen (see the README)."""
+        rows = self._run(Call("chatkeep_storage_contains"), "storage_contains", {"needle": data})
+        return bool(rows and rows[0][0])
 
     def purge_expired(self, *, all_namespaces: bool = False, batch_size: int = 1000) -> int:
         """Delete expired sessions (of this namespace, or all) and return how many.
@@ -419,10 +504,11 @@ class PostgresStore:
         Expired sessions are already invisible to reads; purging reclaims their space. Run it
         from a scheduler, or in SQL: ``SELECT chatkeep.purge_expired();`` (pg_cron).
         """
+        self._writable("purge_expired")
         namespace = None if all_namespaces else self._namespace
         total = 0
         while True:
-            rows = self._run("purge_expired", "purge", (namespace, batch_size))
+            rows = self._run(Call("purge_expired"), "purge", (namespace, batch_size))
             purged = int(rows[0][0])
             total += purged
             if purged < batch_size:
@@ -452,28 +538,40 @@ class PostgresStore:
 
     async def aappend(self, session_id: str, records: list[Record]) -> None:
         """Async :meth:`append`."""
-        await self._arun("append", "append", self._append_params(session_id, records))
+        self._writable("append")
+        params = self._append_params(session_id, records)
+        await self._arun(Call("append", session_id), "append", params)
 
     async def aappend_if(self, session_id: str, records: list[Record], after: str | None) -> None:
         """Async :meth:`append_if`."""
-        await self._arun("append", "append_if", (*self._append_params(session_id, records), after))
+        self._writable("append")
+        await self._arun(
+            Call("append", session_id, after),
+            "append_if",
+            (*self._append_params(session_id, records), after),
+        )
 
     async def aread(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """Async :meth:`read`."""
-        return await self._arun(
-            "read", "read", self._read_params(session_id, start, stop), _record_rows
-        )
+        call, params = Call("read", session_id), self._read_params(session_id, start, stop)
+        for _ in range(_READ_ATTEMPTS):
+            records = _complete(await self._arun(call, "read", params, _record_rows))
+            if records is not None:
+                return records
+            _raise_gap(session_id, await self._arun(call, "read_positions", params))
+        _raise_unsettled(session_id)
 
     async def adelete(self, session_id: str) -> None:
         """Async :meth:`delete`."""
-        await self._arun("delete", "delete", (self._namespace, session_id))
+        self._writable("delete")
+        await self._arun(Call("delete", session_id), "delete", (self._namespace, session_id))
 
     async def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
         """Async :meth:`list_sessions`."""
         after = ""
         while True:
             statement, params = self._list_params(prefix, after)
-            rows = await self._arun("list_sessions", statement, params)
+            rows = await self._arun(Call("list_sessions"), statement, params)
             for (session_id,) in rows:
                 yield session_id
             if len(rows) < self.options.list_page_size:
@@ -482,10 +580,11 @@ class PostgresStore:
 
     async def apurge_expired(self, *, all_namespaces: bool = False, batch_size: int = 1000) -> int:
         """Async :meth:`purge_expired`."""
+        self._writable("purge_expired")
         namespace = None if all_namespaces else self._namespace
         total = 0
         while True:
-            rows = await self._arun("purge_expired", "purge", (namespace, batch_size))
+            rows = await self._arun(Call("purge_expired"), "purge", (namespace, batch_size))
             purged = int(rows[0][0])
             total += purged
             if purged < batch_size:

@@ -1,0 +1,344 @@
+"""chatkeep.core.transfer on real backends: migrate between every ordered pair of the
+in-repo backends (memory, SQLite, Redis, PostgreSQL, S3 on moto, Azure Blob on Azurite),
+hostile session ids through export, import and migrate, a migration killed with SIGKILL
+and run again, and the Python blocks of core/README.md's transfer section run as written.
+
+Servers come from :mod:`chatkeep.testing.servers` (a missing one skips, or fails under
+``CI=true``); each store here gets a URL of its own (a file, namespace or prefix), and what
+the servers keep is removed at the end.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+import pytest
+
+from chatkeep.core import (
+    Message,
+    Record,
+    Store,
+    TransferStats,
+    compact,
+    encode_records,
+    export_jsonl,
+    fork,
+    import_jsonl,
+    migrate,
+    new_id,
+    open_store,
+    read_view,
+    undo,
+    verify,
+)
+from chatkeep.core import transfer as transfer_module
+from chatkeep.testing.samples import BINARY_PAYLOADS, HOSTILE_ID_FRAGMENTS, HOSTILE_RECORD_IDS
+from chatkeep.testing.servers import (  # noqa: F401  (fixtures)
+    azure_url,
+    postgres_url,
+    redis_url,
+    s3_url,
+    with_query,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob"]
+PAIRS = [(a, b) for a in BACKENDS for b in BACKENDS if a != b]
+#: Small pages, so every session below spans several.
+PAGE = 4
+
+Opener = Callable[[str], Store]
+
+
+def _with_path_suffix(url: str, token: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}-{token}"))
+
+
+def fresh_url(backend: str, request: pytest.FixtureRequest, directory: Path) -> str:
+    """A URL of a store of its own on ``backend`` (empty; inside the run's schema,
+    namespace, bucket or container)."""
+    token = secrets.token_hex(6)
+    if backend == "memory":
+        return f"memory://transfer-{token}"
+    if backend == "sqlite":
+        return f"sqlite:///{directory / f'chats-{token}.db'}"
+    if backend == "postgres":
+        return with_query(request.getfixturevalue("postgres_url"), namespace=f"t{token}")
+    if backend == "redis":
+        base: str = request.getfixturevalue("redis_url")
+        namespace = dict(parse_qsl(urlsplit(base).query))["namespace"]
+        return with_query(base, namespace=f"{namespace}/{token}")
+    if backend == "s3":
+        return _with_path_suffix(request.getfixturevalue("s3_url"), token)
+    return _with_path_suffix(request.getfixturevalue("azure_url"), token)
+
+
+@pytest.fixture(scope="module")
+def opener(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[str], Store]]:
+    """``opener(backend)``: a new empty store on ``backend``, erased and closed at the end
+    of the module (the server helpers drop the schema and the Redis keys as well)."""
+    directory = tmp_path_factory.mktemp("transfer")
+    opened: list[Store] = []
+
+    def open_fresh(backend: str) -> Store:
+        store = open_store(fresh_url(backend, request, directory))
+        opened.append(store)
+        return store
+
+    yield open_fresh
+    for store in opened:
+        try:
+            for session_id in list(store.list_sessions()):
+                store.delete(session_id)
+        finally:
+            store.close()
+
+
+def everything(store: Store) -> dict[str, list[Record]]:
+    return {session_id: store.read(session_id) for session_id in sorted(store.list_sessions())}
+
+
+def fill(store: Store) -> None:
+    """Binary records, a session of several pages, and a conversation with a fork, an undo
+    and a checkpoint (so every kind of control record is in the logs)."""
+    store.append("binary", [Record(f"b{i}", data) for i, data in enumerate(BINARY_PAYLOADS)])
+    store.append("long", [Record(f"r{i:02}", b"%d" % i) for i in range(11)])
+    for text in ["Hi, I'm Ada.", "Plan a trip to Oslo."]:
+        store.append(
+            "chat",
+            encode_records(
+                [
+                    Message.user(text, message_id=new_id()),
+                    Message.assistant("ok: " + text, message_id=new_id()),
+                ]
+            ),
+        )
+    fork(store, "chat", new_session_id="branch")
+    store.append("branch", encode_records([Message.user("Bergen?", message_id=new_id())]))
+    undo(store, "chat")
+    compact(store, "chat", lambda messages: messages[-1:])
+
+
+@pytest.fixture(scope="module")
+def sources(opener: Opener) -> Callable[[str], Store]:
+    """``sources(backend)``: that backend's filled store (filled once per module)."""
+    filled: dict[str, Store] = {}
+
+    def source(backend: str) -> Store:
+        if backend not in filled:
+            store = opener(backend)
+            fill(store)
+            filled[backend] = store
+        return filled[backend]
+
+    return source
+
+
+@pytest.fixture
+def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(transfer_module, "PAGE_RECORDS", PAGE)
+
+
+@pytest.mark.usefixtures("small_pages")
+@pytest.mark.parametrize(("source_backend", "destination_backend"), PAIRS)
+def test_migrate_between_every_pair_of_backends(
+    source_backend: str,
+    destination_backend: str,
+    sources: Callable[[str], Store],
+    opener: Opener,
+) -> None:
+    source = sources(source_backend)
+    destination = opener(destination_backend)
+    stats = migrate(source, destination)  # verifies, or raises VerificationFailed
+    original = everything(source)
+    assert everything(destination) == original
+    records = sum(len(log) for log in original.values())
+    assert stats.sessions == len(original) == 4 and stats.records_copied == records
+    kinds = {r.data[:30] for r in destination.read("chat") + destination.read("branch")}
+    assert any(b"chatkeep.checkpoint" in k for k in kinds)
+    for session_id in ("chat", "branch"):
+        assert read_view(destination, session_id) == read_view(source, session_id)
+    assert migrate(source, destination) == TransferStats(len(original), 0, records, 0)
+    assert verify(source, destination) == []
+
+
+HOSTILE_SESSIONS = sorted(set(HOSTILE_ID_FRAGMENTS))
+
+
+@pytest.mark.slow  # about 100 sessions through every backend
+def test_hostile_ids_through_export_import_and_migrate(opener: Opener) -> None:
+    origin = opener("memory")
+    for index, session_id in enumerate(HOSTILE_SESSIONS):
+        origin.append(session_id, [Record(f"r{index}", session_id.encode() + b"\x00\xff")])
+    origin.append("records", [Record(rid, rid.encode()) for rid in HOSTILE_RECORD_IDS])
+    expected = everything(origin)
+    assert len(expected) == len(HOSTILE_SESSIONS) + 1
+    previous = origin
+    for backend in ["sqlite", "redis", "postgres", "s3", "azure_blob"]:
+        store = opener(backend)
+        migrate(previous, store)
+        assert everything(store) == expected, backend
+        previous = store
+    out = io.StringIO()
+    export_jsonl(previous, out)
+    for backend in ["memory", "sqlite"]:
+        imported = opener(backend)
+        import_jsonl(imported, io.StringIO(out.getvalue()))
+        assert everything(imported) == expected
+        again = import_jsonl(imported, io.StringIO(out.getvalue()))
+        assert again.records_copied == 0 and everything(imported) == expected
+
+
+def test_export_import_round_trip_is_byte_exact_on_a_server_backend(
+    sources: Callable[[str], Store], opener: Opener
+) -> None:
+    source = sources("postgres")
+    out = io.StringIO()
+    exported = export_jsonl(source, out)
+    destination = opener("redis")
+    imported = import_jsonl(destination, io.StringIO(out.getvalue()))
+    assert everything(destination) == everything(source)
+    assert (imported.records_copied, imported.bytes) == (exported.records_copied, exported.bytes)
+    assert verify(source, destination) == []
+
+
+def test_encrypted_stores_reencrypt_and_their_inner_stores_copy_ciphertext(
+    tmp_path: Path,
+) -> None:
+    from chatkeep.encrypted import Keyring
+
+    keys = {"k1": Keyring.generate_key()}
+    other_keys = {"k2": Keyring.generate_key()}
+    plain = {"s": [Record("a", b"secret one"), Record("b", bytes(range(256)))]}
+    a, b, c = (f"sqlite:///{tmp_path / name}" for name in ("a.db", "b.db", "c.db"))
+    with open_store(f"encrypted+{a}", keys=keys) as sealed:
+        sealed.append("s", plain["s"])
+    with open_store(a) as raw_a, open_store(b) as raw_b:  # the ciphertext, as it is
+        migrate(raw_a, raw_b)
+        assert everything(raw_b) == everything(raw_a) != plain
+    with open_store(f"encrypted+{b}", keys=keys) as copy:
+        assert everything(copy) == plain  # still opens with the same key
+    with (
+        open_store(f"encrypted+{a}", keys=keys) as source,
+        open_store(f"encrypted+{c}", keys=other_keys) as destination,
+    ):
+        migrate(source, destination)  # plaintext through both keys: re-encrypted
+        assert everything(destination) == plain
+    with open_store(c) as raw_c, open_store(a) as raw_a:
+        assert everything(raw_c) != everything(raw_a)
+
+
+def test_no_password_in_an_export_or_in_progress(request: pytest.FixtureRequest) -> None:
+    # The CI machine's PostgreSQL trusts local connections, so a password is ignored there;
+    # a configured URL that has one already keeps it, and that one is looked for.
+    parts = urlsplit(request.getfixturevalue("postgres_url"))
+    secret = parts.password or "hunter2-pw"
+    if parts.password is None:
+        user = parts.username or "postgres"
+        parts = parts._replace(netloc=f"{user}:{secret}@{parts.hostname}:{parts.port or 5432}")
+    with open_store(urlunsplit(parts)) as store:
+        store.append("s", [Record("a", b"1")])
+        out = io.StringIO()
+        seen: list[object] = []
+        export_jsonl(store, out, progress=seen.append)
+        assert secret not in out.getvalue() and secret not in repr(seen)
+        store.delete("s")
+
+
+# -- a migration killed part way and run again -----------------------------------------------
+
+KILLER = textwrap.dedent(
+    """
+    import os, signal, sys
+    from chatkeep.core import open_store, transfer
+
+    transfer.PAGE_RECORDS = 5
+    source, destination, after = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+    def progress(state):
+        if state.records_done >= after:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    transfer.migrate(open_store(source), open_store(destination), progress=progress)
+    print("not killed")
+    """
+)
+
+
+@pytest.mark.slow  # a child process each
+@pytest.mark.parametrize("destination_backend", ["sqlite", "postgres", "redis"])
+def test_a_migration_killed_midway_completes_when_run_again(
+    destination_backend: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+) -> None:
+    source_url = f"sqlite:///{tmp_path / 'source.db'}"
+    destination_url = fresh_url(destination_backend, request, tmp_path)
+    with open_store(source_url) as source:
+        for s in range(3):
+            source.append(f"s{s}", [Record(f"r{i:02}", b"%d-%d" % (s, i)) for i in range(20)])
+        original = everything(source)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLER, source_url, destination_url, "27"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with open_store(source_url) as source, open_store(destination_url) as destination:
+        try:
+            partial = everything(destination)
+            done = sum(len(log) for log in partial.values())
+            assert 27 <= done < 60  # killed after 27 records (pages of 5), before the end
+            for session_id, log in partial.items():  # what is there is a prefix of each
+                assert log == original[session_id][: len(log)]
+            stats = migrate(source, destination)  # verifies
+            assert (stats.records_copied, stats.records_skipped) == (60 - done, done)
+            assert everything(destination) == original  # no duplicates, nothing missing
+        finally:
+            for session_id in list(destination.list_sessions()):
+                destination.delete(session_id)
+
+
+# -- the README's examples run as written ------------------------------------------------------
+
+
+def readme_blocks() -> list[str]:
+    text = (REPO / "core" / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Export, import and migrate\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+
+
+def test_the_readme_section_has_python_examples() -> None:
+    assert len(readme_blocks()) >= 2
+
+
+@pytest.mark.parametrize("index", range(len(readme_blocks())))
+def test_the_readme_examples_run_as_written(index: int, tmp_path: Path) -> None:
+    script = tmp_path / "example.py"
+    script.write_text(readme_blocks()[index], encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHATKEEP_")}
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
