@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from chatkeep.core import open_store, read_view
+from chatkeep.core import Message, encode_records, open_store, read_view
 
 CHATKEEP = Path(sys.executable).with_name("chatkeep")
 LEFT, UP, CTRL_C, CTRL_D = b"\x1b[D", b"\x1b[A", b"\x03", b"\x04"
@@ -21,9 +21,10 @@ LEFT, UP, CTRL_C, CTRL_D = b"\x1b[D", b"\x1b[A", b"\x03", b"\x04"
 class Terminal:
     """A process on a pseudo-terminal; :meth:`expect` waits for text on its screen."""
 
-    def __init__(self, *argv: str, cwd: Path) -> None:
+    def __init__(self, *argv: str, cwd: Path, columns: int = 80) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CHATKEEP_")}
         env["TERM"] = "xterm"
+        env["COLUMNS"] = str(columns)
         pid, fd = pty.fork()
         if pid == 0:  # the child: the chat on the terminal
             os.chdir(cwd)
@@ -104,3 +105,19 @@ def test_end_of_input_leaves_with_0(tmp_path: Path) -> None:
     term.expect("you> ")
     term.type(CTRL_D)
     assert term.exit_code() == 0
+
+
+def test_sessions_list_on_a_terminal_never_cuts_an_id(tmp_path: Path) -> None:
+    """A rich table when the terminal is wide enough, aligned text when it is not: the ids
+    are whole either way."""
+    url = f"sqlite:///{tmp_path / 'list.db'}"
+    long_id = "a-session-id-of-forty-five-characters-exactly"
+    title = "a title that makes the row wider than eighty"
+    with open_store(url) as store:
+        store.append(long_id, encode_records([Message.user(title, message_id="m1")]))
+    for columns, ruled in ((80, False), (200, True)):
+        term = Terminal("sessions", "list", "--url", url, cwd=tmp_path, columns=columns)
+        assert term.exit_code() == 0
+        screen = term.screen.decode()
+        assert long_id in screen and title in screen
+        assert ("─" in screen) is ruled  # rich's rule under the header

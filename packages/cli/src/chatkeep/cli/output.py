@@ -6,6 +6,7 @@ print plain text (and every command writing into a pipe) do not pay for it at st
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -18,10 +19,14 @@ __all__ = ["Progress", "print_table"]
 def print_table(
     headers: Sequence[str], rows: Sequence[Sequence[str]], *, out: IO[str] | None = None
 ) -> None:
-    """Columns under ``headers``: a rich table on a terminal, aligned plain text otherwise
-    (stable for ``grep``, ``awk`` and ``head``)."""
+    """Columns under ``headers``: a rich table on a terminal wide enough for every cell,
+    aligned plain text otherwise (never a cut id; stable for ``grep``, ``awk``, ``head``)."""
     stream = sys.stdout if out is None else out
-    if stream.isatty():
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    # rich's simple box pads each column by one space a side and separates them by one.
+    if stream.isatty() and sum(widths) + 3 * len(widths) <= shutil.get_terminal_size().columns:
         from rich import box
         from rich.console import Console
         from rich.table import Table
@@ -31,9 +36,6 @@ def print_table(
             table.add_row(*row)
         Console(file=stream).print(table)
         return
-    widths = [len(h) for h in headers]
-    for row in rows:
-        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
     for row in [headers, *rows]:
         line = "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
         print(line.rstrip(), file=stream)
