@@ -8,7 +8,7 @@ from urllib.parse import quote
 import pytest
 
 from chatkeep.azure_blob import AzureBlobConfigError
-from chatkeep.azure_blob._config import parse_settings
+from chatkeep.azure_blob.config import parse_settings
 from chatkeep.azure_blob.store import AzureBlobStore
 from chatkeep.core import backends, open_store
 
@@ -192,7 +192,7 @@ def test_open_store_builds_the_backend(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_every_option_is_documented() -> None:
     from pathlib import Path
 
-    from chatkeep.azure_blob._config import KNOWN_OPTIONS
+    from chatkeep.azure_blob.config import KNOWN_OPTIONS
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     missing = sorted(option for option in KNOWN_OPTIONS if f"`{option}`" not in readme)

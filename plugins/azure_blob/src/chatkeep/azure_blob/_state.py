@@ -20,7 +20,7 @@ from chatkeep.core import Record, RecordConflict
 
 from . import frames as fmt
 from .frames import Frame
-from .names import pointer_name, segment_name
+from .layout import pointer_name, segment_name
 
 __all__ = [
     "ABSENT",

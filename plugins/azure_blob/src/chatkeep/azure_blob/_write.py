@@ -60,7 +60,7 @@ from ._state import (
     Unsettled,
     meta,
 )
-from .names import segment_number
+from .layout import segment_number
 
 __all__ = ["append", "append_if", "delete"]
 

@@ -18,38 +18,22 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar, TypeVar
 
 from azure.core.exceptions import AzureError
 
-from chatkeep.core import CorruptRecord, LoopThread, Record, StoreUnavailable
+from chatkeep.core import LoopThread, Record
 
 from . import _read, _write
-from ._config import SCHEME, Settings, parse_settings
-from ._drivers import AsyncDriver, SyncDriver, translate
-from ._operations import (
-    AccessRefused,
-    BlobMissing,
-    ContainerMissing,
-    OutcomeUnknown,
-    ServiceError,
-    Step,
-    head,
-    run_async,
-    run_sync,
-)
-from ._state import (
-    Contended,
-    Log,
-    Restart,
-    SessionCache,
-    Unsettled,
-    session_id_from_metadata,
-)
-from .errors import AzureBlobAccessDenied, AzureBlobConfigError, AzureBlobError
-from .frames import FrameError
-from .names import decode_folder, encode_prefix, encode_session_id, is_hashed, segment_name
+from ._drivers import AsyncDriver, SyncDriver
+from ._operations import BlobMissing, Step, head, run_async, run_sync
+from ._state import Log, SessionCache, Unsettled, session_id_from_metadata
+from .config import SCHEME, Settings, parse_settings
+from .errors import AzureBlobConfigError
+from .faults import Where, mapped, translate
+from .layout import decode_folder, encode_prefix, encode_session_id, is_hashed, segment_name
+from .plugin import CAPABILITIES
 
 __all__ = ["AzureBlobStore"]
 
@@ -72,9 +56,7 @@ class AzureBlobStore:
     - ``transport=`` / ``async_transport=``: custom azure-core transports (tests, proxies).
     """
 
-    capabilities: ClassVar[frozenset[str]] = frozenset(
-        {"delete", "list_sessions", "close", "shared", "durable", "conditional"}
-    )
+    capabilities: ClassVar[frozenset[str]] = CAPABILITIES
 
     def __init__(self, container: str, prefix: str = "", **options: Any) -> None:
         self._settings: Settings = parse_settings(
@@ -149,66 +131,25 @@ class AzureBlobStore:
     async def _on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return await asyncio.wrap_future(self._loop.submit(coroutine))
 
-    @contextmanager
-    def _errors(self, session_id: str | None, action: str) -> Iterator[None]:
-        """Turn internal failures into chatkeep's typed errors (without secrets)."""
-        where = f" for session {session_id!r}" if session_id is not None else ""
-        try:
-            yield
-        except Unsettled as unsettled:
+    def _errors(self, session_id: str | None, action: str) -> AbstractContextManager[None]:
+        """Turn internal failures into chatkeep's typed errors (without secrets): the one
+        table of :mod:`.faults`; an unsettled append is remembered for the next one."""
+        settings = self._settings
+        where = Where(
+            action,
+            session_id,
+            settings.endpoint,
+            settings.auth,
+            settings.container,
+            settings.limits.contention_timeout,
+        )
+
+        def unsettled(error: Unsettled) -> None:
             if session_id is not None:
-                self._cache.remember(session_id, unsettled.cursor)
-                self._cache.unsettled(session_id, unsettled.attempt)
-            cause = unsettled.__cause__
-            detail = f" ({_describe(cause)})" if isinstance(cause, ServiceError) else ""
-            raise StoreUnavailable(
-                f"Azure Blob Storage did not confirm an append{where}{detail}; the batch may "
-                "or may not be stored. Retrying the same append is safe: it will not be "
-                "stored twice."
-            ) from None
-        except Contended:
-            raise StoreUnavailable(
-                f"an append{where} lost the race to other writers for longer than "
-                f"{self._settings.limits.contention_timeout:g} s; nothing was stored"
-            ) from None
-        except Restart:
-            raise StoreUnavailable(
-                f"{action}{where} gave up: the session kept changing under it (deleted and "
-                "recreated, or growing faster than it could be read); try again"
-            ) from None
-        except AccessRefused as refused:
-            raise AzureBlobAccessDenied(
-                f"{action}{where} was refused ({_describe(refused)}) at "
-                f"{self._settings.endpoint} using {self._settings.auth}: check the credential "
-                "and that it may read, add, create, write, delete and list blobs",
-                status=refused.status,
-                error_code=refused.code,
-            ) from None
-        except OutcomeUnknown as unknown:
-            raise StoreUnavailable(
-                f"Azure Blob Storage at {self._settings.endpoint} did not answer {action}{where} "
-                f"({_describe(unknown)})"
-            ) from None
-        except ContainerMissing as missing:
-            raise AzureBlobConfigError(
-                f"{action}{where} failed: container {self._settings.container!r} does not "
-                "exist (create it, or allow create_container=true)",
-                status=missing.status,
-                error_code=missing.code,
-            ) from None
-        except ServiceError as error:
-            raise AzureBlobError(
-                f"Azure Blob Storage refused {action}{where} ({_describe(error)})",
-                status=error.status,
-                error_code=error.code,
-            ) from None
-        except FrameError as damaged:
-            assert session_id is not None
-            raise CorruptRecord(
-                session_id,
-                -1 if damaged.position is None else damaged.position,
-                f"{damaged.reason} (byte {damaged.offset} of a segment)",
-            ) from None
+                self._cache.remember(session_id, error.cursor)
+                self._cache.unsettled(session_id, error.attempt)
+
+        return mapped(where, unsettled)
 
     # -- the two hooks ----------------------------------------------------------------
 
@@ -429,12 +370,3 @@ class AzureBlobStore:
             settings.credential.close()
         if settings.async_credential is not None and self._loop.started:
             self._loop.submit(settings.async_credential.close()).result(timeout=30)
-
-
-def _describe(error: ServiceError) -> str:
-    parts = []
-    if error.status is not None:
-        parts.append(f"HTTP {error.status}")
-    if error.code:
-        parts.append(error.code)
-    return ", ".join(parts) or type(error).__name__

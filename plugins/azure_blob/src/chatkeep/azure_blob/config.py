@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ._state import Limits
 from .errors import AzureBlobConfigError
-from .names import normalize_root
+from .layout import normalize_root
 
 __all__ = ["ENV_CONNECTION_STRING", "SCHEME", "Settings", "parse_settings"]
 
