@@ -1,9 +1,19 @@
-"""Blob names: how session ids become folders of a container, safely and reversibly.
+"""Blob names: where a store, a namespace and a session live in the container.
 
-A session's blobs live in one virtual folder under the store's root prefix::
+A session's blobs live in one virtual folder under the store's *base*::
 
-    {root}{folder}/0000000000      append-blob segment 0 (then 0000000001, ...)
-    {root}{folder}/x/{token}       block blob holding one oversized batch
+    {base} = {root}chatkeep-v2/{namespace}/
+    {base}{folder}/0000000000      append-blob segment 0 (then 0000000001, ...)
+    {base}{folder}/x/{token}       block blob holding one oversized batch
+
+``{root}`` is the store's prefix (``""`` or ending in ``/``). ``chatkeep-v2`` is the
+*marker*: a prefix with a component equal to it is refused, so a store at ``acme`` and one
+at ``acme/eu`` can never see each other's blobs (``acme/chatkeep-v2/...`` and
+``acme/eu/chatkeep-v2/...`` are disjoint: no session folder of the first is the second's
+prefix). ``{namespace}`` is ``_`` for the default namespace, else ``n`` and the namespace
+written with the folder escape below (``acme/eu`` -> ``nacme~2feu``): one name component
+however many ``/`` it has, so ``acme``, ``acme/eu`` and ``acme-eu`` are disjoint too (a
+namespace whose escape is longer than 100 characters is ``h`` and its SHA-256 instead).
 
 ``folder`` is the session id with every character outside ``[A-Za-z0-9_-]`` written as
 ``~`` plus the lowercase hex of its UTF-8 bytes (``"a/b"`` -> ``"a~2fb"``). So a folder
@@ -24,9 +34,11 @@ import hashlib
 import re
 
 __all__ = [
+    "MARKER",
     "MAX_PLAIN",
     "MAX_ROOT",
     "decode_folder",
+    "encode_namespace",
     "encode_prefix",
     "encode_session_id",
     "is_hashed",
@@ -34,6 +46,7 @@ __all__ = [
     "pointer_name",
     "segment_name",
     "segment_number",
+    "store_base",
 ]
 
 #: Longest plain folder name; longer encodings are shortened and hashed.
@@ -43,6 +56,10 @@ HASHED_KEEP = 400
 #: Longest root prefix accepted, so every name stays within Azure's 1,024 characters.
 MAX_ROOT = 256
 HASH_MARK = "~~"
+#: The name component every store writes under (layout version 2).
+MARKER = "chatkeep-v2"
+#: Longest escaped namespace kept readable; longer ones are hashed.
+MAX_PLAIN_NAMESPACE = 100
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _ESCAPE = re.compile(r"~[0-9a-f]{2}")
@@ -136,6 +153,25 @@ def encode_prefix(prefix: str) -> str:
     return _cut(_plain(prefix), HASHED_KEEP)
 
 
+def encode_namespace(namespace: str | None) -> str:
+    """The name component of a namespace (already checked): ``_`` for the default one.
+
+    >>> encode_namespace("acme/eu")
+    'nacme~2feu'
+    """
+    if namespace is None:
+        return "_"
+    plain = _plain(namespace)
+    if len(plain) <= MAX_PLAIN_NAMESPACE:
+        return "n" + plain
+    return "h" + hashlib.sha256(namespace.encode("utf-8")).hexdigest()
+
+
+def store_base(root: str, namespace: str | None) -> str:
+    """``{root}chatkeep-v2/{namespace}/``: every blob of the store starts with it."""
+    return f"{root}{MARKER}/{encode_namespace(namespace)}/"
+
+
 def normalize_root(prefix: str) -> str:
     """The store's root (``""`` or ending in ``/``) from the path part of its URL.
 
@@ -151,6 +187,11 @@ def normalize_root(prefix: str) -> str:
             raise ValueError(
                 "the blob prefix must be '/'-separated names without empty, '.' or '..' "
                 "segments, backslashes or control characters"
+            )
+        if segment == MARKER:
+            raise ValueError(
+                f"the blob prefix must not have a component {MARKER!r}: that name holds "
+                "another store's data"
             )
     root = "/".join(segments) + "/"
     if len(root) > MAX_ROOT:

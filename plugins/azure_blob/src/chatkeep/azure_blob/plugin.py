@@ -13,6 +13,7 @@ from chatkeep.core.backend import (
     DELETE,
     DURABLE,
     LIST_SESSIONS,
+    NAMESPACE,
     SHARED,
     RegisterBackend,
     hookimpl,
@@ -22,7 +23,7 @@ __all__ = ["CAPABILITIES", "SCHEMES", "chatkeep_register_backends"]
 
 #: What the Azure Blob backend offers beyond ``append`` and ``read``.
 CAPABILITIES: frozenset[str] = frozenset(
-    {DELETE, LIST_SESSIONS, CLOSE, SHARED, DURABLE, CONDITIONAL}
+    {DELETE, LIST_SESSIONS, CLOSE, SHARED, DURABLE, CONDITIONAL, NAMESPACE}
 )
 #: The URL schemes that select it.
 SCHEMES = ("azblob",)

@@ -32,7 +32,14 @@ from ._state import Log, SessionCache, Unsettled, session_id_from_metadata
 from .config import SCHEME, Settings, parse_settings
 from .errors import AzureBlobConfigError
 from .faults import Where, mapped, translate
-from .layout import decode_folder, encode_prefix, encode_session_id, is_hashed, segment_name
+from .layout import (
+    decode_folder,
+    encode_prefix,
+    encode_session_id,
+    is_hashed,
+    segment_name,
+    segment_number,
+)
 from .plugin import CAPABILITIES
 
 __all__ = ["AzureBlobStore"]
@@ -53,6 +60,8 @@ class AzureBlobStore:
     - ``api_version=``, ``create_container=`` (default true), ``retries=``,
       ``retry_backoff=``, ``timeout=``, ``connect_timeout=``, ``contention_timeout=``,
       ``segment_blocks=``, ``segment_bytes=``, ``max_block_bytes=``, ``cache_sessions=``;
+    - ``namespace=``: the store's tenant (``acme``, ``acme/eu``): no handle reads, lists,
+      forks into or deletes anything outside its own namespace, nested ones included;
     - ``transport=`` / ``async_transport=``: custom azure-core transports (tests, proxies).
     """
 
@@ -90,12 +99,16 @@ class AzureBlobStore:
 
     def __repr__(self) -> str:
         settings = self._settings
-        return f"<AzureBlobStore {self.url} endpoint={settings.endpoint!r} auth={settings.auth!r}>"
+        namespace = "" if settings.namespace is None else f" namespace={settings.namespace!r}"
+        return (
+            f"<AzureBlobStore {self.url}{namespace} endpoint={settings.endpoint!r} "
+            f"auth={settings.auth!r}>"
+        )
 
     # -- plumbing ---------------------------------------------------------------------
 
     def _log(self, session_id: str) -> Log:
-        folder = self._settings.root + encode_session_id(session_id)
+        folder = self._settings.base + encode_session_id(session_id)
         seen = self._cache.seen(session_id)
         return Log(session_id, folder, seen, self._settings.limits, self._settings.create_container)
 
@@ -236,6 +249,68 @@ class AzureBlobStore:
         Append Block once the account's replication has stored it."""
         return "power"
 
+    def chatkeep_storage_contains(self, data: bytes) -> bool:
+        """Whether ``data`` occurs in any blob this handle writes to (every blob under its
+        prefix and namespace): a test hook of ``chatkeep.testing``."""
+        container = self._sync_driver().container
+        with self._errors(None, "chatkeep_storage_contains"):
+            try:
+                names = list(container.list_blob_names(name_starts_with=self._settings.base))
+            except AzureError as error:
+                translated = translate(error)
+                if isinstance(translated, BlobMissing):
+                    return False
+                raise translated from None
+            for name in names:
+                content = container.get_blob_client(name).download_blob().readall()
+                if data in content:
+                    return True
+        return False
+
+    def chatkeep_damage(self, session_id: str, position: int, kind: str) -> None:
+        """Damage the frame holding record ``position`` behind the store's back: a test
+        hook of ``chatkeep.testing``. ``"garbage"`` overwrites the frame's bytes with random
+        ones, ``"truncated"`` cuts it to half its length, ``"missing"`` removes it; the
+        segment is rewritten (same name and metadata) with the rest of its bytes intact.
+        This handle forgets what it knew of the session, as a fresh handle would."""
+        if kind not in ("garbage", "truncated", "missing"):
+            raise NotImplementedError(kind)
+        import os
+
+        from . import frames as fmt
+
+        container = self._sync_driver().container
+        log = self._log(session_id)
+        with self._errors(session_id, "chatkeep_damage"):
+            names = sorted(
+                name
+                for name in container.list_blob_names(name_starts_with=log.folder_path + "/")
+                if segment_number(name) is not None
+            )
+            for name in names:
+                client = container.get_blob_client(name)
+                content = client.download_blob().readall()
+                for frame in fmt.scan_forward(content, 0, 0, lenient=True).frames:
+                    if frame.kind != fmt.KIND_RECORDS or not frame.first <= position < frame.total:
+                        continue
+                    piece = content[frame.start : frame.end]
+                    if kind == "garbage":
+                        piece = os.urandom(len(piece))
+                    elif kind == "truncated":
+                        piece = piece[: len(piece) // 2]
+                    else:
+                        piece = b""
+                    damaged = content[: frame.start] + piece + content[frame.end :]
+                    metadata = client.get_blob_properties().metadata
+                    client.delete_blob()
+                    client.create_append_blob(metadata=metadata)
+                    limit = self._settings.limits.max_block
+                    for offset in range(0, len(damaged), limit):
+                        client.append_block(damaged[offset : offset + limit])
+                    self._cache.forget(session_id)
+                    return
+        raise ValueError(f"session {session_id!r} has no record at position {position}")
+
     def delete(self, session_id: str) -> None:
         """Delete every blob of the session (segments and oversized batches)."""
         self._cache.forget(session_id)
@@ -254,14 +329,17 @@ class AzureBlobStore:
         self._cache.forget(session_id)
 
     def _listing_start(self, prefix: str | None) -> str:
-        return self._settings.root + encode_prefix(prefix or "")
+        return self._settings.base + encode_prefix(prefix or "")
 
     def _session_of(self, item_name: str, prefix: str | None) -> str | tuple[str] | None:
         """The session id a listed folder encodes, ``None`` to skip it, or ``(folder,)`` when
         the id must be read from the folder's segment metadata (hashed names)."""
         if not item_name.endswith("/"):
             return None
-        folder = item_name[len(self._settings.root) : -1]
+        base = self._settings.base
+        if not item_name.startswith(base):
+            return None
+        folder = item_name[len(base) : -1]
         if is_hashed(folder):
             return (folder,)
         session_id = decode_folder(folder)
@@ -271,7 +349,7 @@ class AzureBlobStore:
 
     def _hashed_step(self, folder: str, prefix: str | None) -> Step[str | None]:
         try:
-            blob = yield from head(segment_name(self._settings.root + folder, 0))
+            blob = yield from head(segment_name(self._settings.base + folder, 0))
         except BlobMissing:
             return None
         session_id = session_id_from_metadata(blob.metadata)
