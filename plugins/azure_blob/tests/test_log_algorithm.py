@@ -275,6 +275,55 @@ def test_damaged_frame_raises_corrupt_record(
     assert fake_store().read("s", -2) == batch("b")  # the damage is outside the tail
 
 
+def _frame_bounds(data: bytes) -> list[tuple[int, int]]:
+    from chatkeep.azure_blob import frames as fmt
+
+    return [(f.start, f.end) for f in fmt.scan_forward(bytes(data), 0, 0).frames]
+
+
+@pytest.mark.parametrize("kind", ["garbage", "truncated", "missing"])
+def test_damage_names_the_first_record_of_a_multi_record_frame(
+    fake_store: Callable[..., Any], fake_service: Any, kind: str
+) -> None:
+    store = fake_store()
+    for tag in "abcd":
+        store.append("s", batch(tag, 3))  # frames hold records 0-2, 3-5, 6-8, 9-11
+    (segment,) = fake_service.blobs.values()
+    start, end = _frame_bounds(segment["data"])[2]
+    piece = {"garbage": bytes(end - start), "truncated": segment["data"][start : end - 9]}
+    segment["data"][start:end] = piece.get(kind, b"")
+    for start_at in (0, -12, -7, -1000):
+        with pytest.raises(CorruptRecord) as error:
+            fake_store().read("s", start_at)
+        assert error.value.position == 6, (kind, start_at)
+    assert fake_store().read("s", 0, 6) == batch("a", 3) + batch("b", 3)
+    assert fake_store().read("s", -3) == batch("d", 3)  # the tail is intact
+
+
+@pytest.mark.parametrize("kind", ["garbage", "truncated"])
+def test_a_damaged_last_frame_leaves_the_session_appendable(
+    fake_store: Callable[..., Any], fake_service: Any, kind: str
+) -> None:
+    store = fake_store()
+    for tag in "abc":
+        store.append("s", batch(tag, 2))
+    (segment,) = fake_service.blobs.values()
+    start, end = _frame_bounds(segment["data"])[-1]
+    segment["data"][start:end] = bytes(end - start) if kind == "garbage" else b"ck\x01"
+    other = fake_store()
+    with pytest.raises(CorruptRecord) as error:
+        other.read("s", -1)
+    assert error.value.position == 4
+    other.append("s", batch("after", 1))  # a fresh handle salvages the end once
+    store.append("s", batch("later", 1))  # a stale handle catches up past the damage
+    for handle in (fake_store(), other, store):
+        assert handle.read("s", -2) == batch("after", 1) + batch("later", 1)
+        assert handle.read("s", 0, 4) == batch("a") + batch("b")
+        with pytest.raises(CorruptRecord) as error:
+            handle.read("s")
+        assert error.value.position == 4
+
+
 def test_missing_previous_segment_is_reported(
     fake_store: Callable[..., Any], fake_service: Any
 ) -> None:

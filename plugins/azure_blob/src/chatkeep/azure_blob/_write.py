@@ -27,7 +27,7 @@ from dataclasses import replace
 from chatkeep.core import AppendConflict, Record
 
 from . import frames as fmt
-from ._locate import Tail, last_frame, load_tail, locate
+from ._locate import DamagedEnd, Tail, last_frame, load_tail, locate
 from ._operations import (
     Appended,
     BlobExists,
@@ -59,7 +59,9 @@ from ._state import (
     Restart,
     Unsettled,
     meta,
+    meta_int,
 )
+from .frames import FrameError
 from .layout import segment_number
 
 __all__ = ["append", "append_if", "delete"]
@@ -101,7 +103,13 @@ def _writable(log: Log, record_bytes: int, absent: bool = False) -> Step[Cursor]
         if created is not None:
             return created
     for _ in range(100):
-        tail = yield from locate(log, None, log.limits.probe)
+        try:
+            tail = yield from locate(log, None, log.limits.probe)
+        except DamagedEnd as damaged:
+            salvaged = yield from _salvage(log, damaged, record_bytes)
+            if salvaged is None:
+                continue  # the segment changed while it was read: look again
+            return salvaged
         if tail is None:
             created = yield from _new_session(log, record_bytes)
             if created is None:
@@ -115,6 +123,44 @@ def _writable(log: Log, record_bytes: int, absent: bool = False) -> Step[Cursor]
             return moved
         return tail.cursor(record_bytes)
     raise Contended
+
+
+def _salvage(log: Log, damaged: DamagedEnd, record_bytes: int) -> Step[Cursor | None]:
+    """A cursor after a session end whose last frame is damaged, so the session stays
+    appendable: the segment is read forward (once, only on damage) up to the damage, and
+    the next frame goes after the damaged bytes, numbered as if they held one record. The
+    damage stays reported by reads that reach it. ``None`` if the segment changed meanwhile;
+    raises the :class:`FrameError` if no frame before the damage can be trusted."""
+    name = log.segment(damaged.segment)
+    size = damaged.blob.size
+    parts: list[bytes] = []
+    offset = 0
+    etag = damaged.blob.etag
+    metadata = damaged.blob.metadata
+    while offset < size:
+        blob = yield from get(name, offset, min(log.limits.max_get, size - offset))
+        if blob.size != size or blob.etag != etag or not blob.data:
+            return None
+        parts.append(blob.data)
+        offset += len(blob.data)
+    content = b"".join(parts)
+    good = fmt.scan_forward(content, 0, 0, lenient=True).frames
+    if good and good[-1].kind == fmt.KIND_ROLL:
+        raise FrameError(damaged.offset, damaged.reason, damaged.position)
+    before = good[-1].total if good else meta_int(metadata, META_BASE)
+    if before is None:
+        raise FrameError(damaged.offset, damaged.reason, damaged.position)
+    log.seen.learn_frames(meta(metadata, META_INCARNATION) or "", good[-64:])
+    return Cursor(
+        incarnation=meta(metadata, META_INCARNATION) or "",
+        segment=damaged.segment,
+        length=size,
+        total=before + 1,
+        blocks=damaged.blob.blocks,
+        etag=etag,
+        previous=meta_int(metadata, META_PREVIOUS),
+        record_bytes=record_bytes,
+    )
 
 
 def _enter_next(
@@ -154,7 +200,10 @@ def _refresh(log: Log, cursor: Cursor, at_least: int) -> Step[Cursor]:
         return (yield from _writable(log, cursor.record_bytes))
     if blob.size == cursor.length:
         return replace(cursor, etag=blob.etag, blocks=blob.blocks)
-    scan = fmt.scan_forward(blob.data, blob.offset, cursor.length)
+    try:
+        scan = fmt.scan_forward(blob.data, blob.offset, cursor.length)
+    except FrameError:  # damaged after the cursor: find (and salvage) the end from scratch
+        return (yield from _writable(log, cursor.record_bytes))
     log.seen.learn_frames(life, scan.frames)
     if blob.reaches_end and scan.wanted is None and scan.frames:
         tail = Tail(cursor.segment, blob, scan.frames[-1], life)
@@ -165,7 +214,7 @@ def _refresh(log: Log, cursor: Cursor, at_least: int) -> Step[Cursor]:
             if (meta(window.metadata, META_INCARNATION) or "") != life:
                 raise Restart
             last, window = yield from last_frame(log, cursor.segment, window)
-        except (Restart, BlobMissing):
+        except (Restart, BlobMissing, FrameError):
             return (yield from _writable(log, cursor.record_bytes))
         tail = Tail(cursor.segment, window, last, life)
         log.seen.learn_frames(life, tail.frames())
