@@ -25,7 +25,7 @@ from hypothesis.stateful import (
 from chatkeep.azure_blob import _operations as ops
 from chatkeep.azure_blob import _write
 from chatkeep.azure_blob._state import Limits, Log, Seen
-from chatkeep.core import CorruptRecord, Record, StoreUnavailable
+from chatkeep.core import CorruptRecord, Record, RecordConflict, StoreUnavailable
 
 SMALL = {"segment_blocks": 4, "max_block_bytes": 1024}
 
@@ -156,6 +156,79 @@ def test_retries_are_no_ops(fake_store: Callable[..., Any]) -> None:
     other = fake_store(**SMALL)
     other.append("s", batch("b"))
     assert other.read("s") == batch("a") + batch("b") + batch("c")
+
+
+def _segment_bytes(fake_service: Any) -> int:
+    return sum(len(b["data"]) for name, b in fake_service.blobs.items() if "/x/" not in name)
+
+
+def test_a_batch_resent_by_a_new_handle_long_after_is_a_no_op(
+    fake_store: Callable[..., Any], fake_service: Any
+) -> None:
+    writer = fake_store(**SMALL)
+    writer.append("s", batch("crashed", 3))
+    for n in range(200):  # far past any tail window, across many segment rolls
+        writer.append("s", batch(f"later{n}"))
+    stored = writer.read("s")
+    fake_service.downloaded = 0
+    fresh = fake_store(**SMALL)
+    fresh.append("s", batch("crashed", 3))  # the crashed process's batch, sent again
+    # The first append of a handle to a session reads the session once (and its end)...
+    assert fake_service.downloaded <= _segment_bytes(fake_service) + 3 * 8 * 1024
+    assert fresh.read("s") == stored
+    assert fake_store(**SMALL).read("s") == stored
+    with pytest.raises(RecordConflict):  # a stored id with other data is never dropped
+        fresh.append("s", [Record("crashed-1", b"other data")])
+    # ...and after that the hot path is one request per append again (segments roll
+    # every 4 blocks here: a roll adds its own ROLL block, Create and Set Metadata).
+    fake_service.operations.clear()
+    fresh.append("s", batch("new"))
+    kinds = [type(op) for op in fake_service.operations]
+    assert ops.Get not in kinds and ops.Head not in kinds, kinds
+    assert kinds.count(ops.Append) <= 2, kinds
+    fake_service.operations.clear()
+    fresh.append("s", batch("later7"))  # re-sent, from the old segments: still a no-op
+    # (one ranged read checks that this life of the session is still the one it knows).
+    assert [type(op) for op in fake_service.operations] == [ops.Get]
+    assert fresh.read("s") == stored + batch("new")
+
+
+def test_resend_check_recent_keeps_one_round_trip_but_forgets_old_ids(
+    fake_store: Callable[..., Any], fake_service: Any
+) -> None:
+    writer = fake_store()
+    writer.append("s", batch("crashed", 3))
+    for n in range(200):  # about 14 KiB: past the tail window a new handle reads
+        writer.append("s", batch(f"later{n}"))
+    stored = writer.read("s")
+    fake_service.operations.clear()
+    fake_service.downloaded = 0
+    fresh = fake_store(resend_check="recent")
+    fresh.append("s", batch("crashed", 3))
+    # The end only (the start of the segment, then its tail), one append: and the old
+    # batch is stored a second time.
+    assert [type(op) for op in fake_service.operations] == [ops.Get, ops.Get, ops.Append]
+    assert fake_service.downloaded <= 2 * 8 * 1024 + 1024
+    assert fresh.read("s") == stored + batch("crashed", 3)
+    recent = fake_store(resend_check="recent")
+    recent.append("s", batch("crashed", 3))  # a re-send of the newest batch is still seen
+    assert recent.read("s") == stored + batch("crashed", 3)
+
+
+def test_the_index_catches_up_on_only_what_others_appended(
+    fake_store: Callable[..., Any], fake_service: Any
+) -> None:
+    first, second = fake_store(), fake_store()
+    for n in range(300):
+        first.append("s", [Record(f"a{n}", b"x" * 200)])
+    second.append("s", batch("warm"))  # reads the session once
+    for n in range(20):
+        first.append("s", [Record(f"b{n}", b"y" * 200)])
+        fake_service.downloaded = 0
+        second.append("s", [Record(f"c{n}", b"z" * 200)])
+        # A lost race and a catch-up: the other writer's one frame, not the session.
+        assert fake_service.downloaded <= 16 * 1024
+    assert len({record.id for record in first.read("s")}) == 300 + 1 * 2 + 40
 
 
 @pytest.mark.parametrize("mode", ["lost", "failed"])

@@ -205,6 +205,8 @@ def _refresh(log: Log, cursor: Cursor, at_least: int) -> Step[Cursor]:
     except FrameError:  # damaged after the cursor: find (and salvage) the end from scratch
         return (yield from _writable(log, cursor.record_bytes))
     log.seen.learn_frames(life, scan.frames)
+    if log.index is not None and scan.frames:
+        log.index.advance(life, cursor.segment, cursor.length, scan.frames, scan.reached)
     if blob.reaches_end and scan.wanted is None and scan.frames:
         tail = Tail(cursor.segment, blob, scan.frames[-1], life)
     else:
@@ -237,6 +239,8 @@ def _roll(log: Log, cursor: Cursor) -> Step[Cursor]:
     except BlobMissing:
         return (yield from _writable(log, cursor.record_bytes))
     end = cursor.length + len(frame)
+    if log.index is not None:
+        log.index.rolled(cursor.incarnation, cursor.segment, cursor.length)
     moved = yield from _enter_next(log, cursor.incarnation, cursor.segment + 1, end, cursor.total)
     if moved is None:
         return (yield from _writable(log, cursor.record_bytes))
@@ -263,6 +267,68 @@ def _check_attempts(log: Log, attempts: Iterable[tuple[int, int, int]]) -> Step[
         life = meta(blob.metadata, META_INCARNATION) or ""
         found = fmt.scan_forward(blob.data, position, position, lenient=True).frames
         log.seen.learn_frames(life, found)
+
+
+def _catch_up(log: Log, cursor: Cursor) -> Step[bool]:
+    """Bring the session's :class:`~._state.IdIndex` up to ``cursor`` by reading the log
+    from where the index ends: nothing when it is there already (a handle's own appends
+    keep it there: the hot path), the whole session once per handle, or what others
+    appended since. Returns whether the index now covers exactly the log before
+    ``cursor`` (``False``: damage, or the session changed; the caller relies on the
+    recent ids only, as with ``resend_check="recent"``)."""
+    index = log.index
+    if index is None:
+        return False
+    for _ in range(cursor.segment + 2):
+        segment, offset = index.position(cursor.incarnation)
+        if index.broken or (segment, offset) > (cursor.segment, cursor.length):
+            return False
+        if (segment, offset) == (cursor.segment, cursor.length):
+            return True
+        end = cursor.length if segment == cursor.segment else None
+        try:
+            indexed = yield from _index_segment(log, cursor.incarnation, segment, offset, end)
+        except BlobMissing:
+            return False
+        if not indexed:
+            return False
+    return index.at(cursor.incarnation, cursor.segment, cursor.length)
+
+
+def _index_segment(
+    log: Log, incarnation: str, segment: int, offset: int, end: int | None
+) -> Step[bool]:
+    """Feed the index the frames of ``segment`` from ``offset`` up to ``end`` (``None``:
+    to its ROLL frame or its end), downloading only those bytes. ``False`` if the segment
+    is of another life, shorter than ``end``, or damaged (the index is then broken)."""
+    index = log.index
+    assert index is not None
+    name = log.segment(segment)
+    window, window_start, read_to = b"", offset, offset
+    while True:
+        limit = log.limits.max_get if end is None else min(log.limits.max_get, end - read_to)
+        blob = yield from get(name, read_to, max(limit, 1))
+        if (meta(blob.metadata, META_INCARNATION) or "") != incarnation:
+            return False
+        data = blob.data if end is None else blob.data[: end - read_to]
+        window += data
+        read_to += len(data)
+        scan = fmt.scan_forward(window, window_start, window_start, lenient=True)
+        if scan.frames:
+            if not index.advance(incarnation, segment, window_start, scan.frames, scan.reached):
+                return False
+            if scan.frames[-1].kind == fmt.KIND_ROLL:
+                return True
+        window, window_start = window[scan.reached - window_start :], scan.reached
+        stop_at = blob.size if end is None else end
+        if read_to >= stop_at or not data:
+            if window or (end is not None and read_to < end):
+                index.broken = bool(window)  # bytes that are not a whole frame: damage
+                return False
+            return True
+        if window and scan.wanted is None:
+            index.broken = True  # a damaged frame: ids beyond it cannot be indexed
+            return False
 
 
 def _frame_for(
@@ -303,11 +369,11 @@ def _appended(
     appended: Appended,
 ) -> Cursor:
     """Remember ``fresh`` as stored and return the cursor after the frame just appended."""
-    log.seen.learn(
-        cursor.incarnation,
-        ((record.id, fmt.data_digest(record.data)) for record in fresh),
-        digest,
-    )
+    ids = [(record.id, fmt.data_digest(record.data)) for record in fresh]
+    log.seen.learn(cursor.incarnation, ids, digest)
+    if log.index is not None:
+        where = (cursor.segment, cursor.length, cursor.length + len(frame))
+        log.index.added(cursor.incarnation, where, ids, digest)
     size = len(frame) // len(fresh) if digest is None else cursor.record_bytes
     return replace(
         cursor,
@@ -345,6 +411,8 @@ def append(
                 cursor = yield from _writable(log, record_bytes, absent=cursor is not None)
                 verified = 1
             fresh = log.seen.unseen(cursor.incarnation, records, log.session_id)
+            if fresh and log.index is not None and (yield from _catch_up(log, cursor)):
+                fresh = log.index.unseen(fresh, log.session_id)
             if not fresh:
                 if verified:
                     return cursor
@@ -450,6 +518,8 @@ def append_if(
             if end is None:
                 continue  # created or rolled by another writer meanwhile: look again
             cursor = end
+            if fresh and log.index is not None and (yield from _catch_up(log, cursor)):
+                fresh = log.index.unseen(fresh, log.session_id)
             if not fresh:
                 return cursor  # an exact retry of a call that landed
             frame, digest = yield from _frame_for(log, cursor, fresh, uploaded)

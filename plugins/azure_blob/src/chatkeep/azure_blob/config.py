@@ -43,6 +43,7 @@ _STRING_OPTIONS = {
     "credential",
     "api_version",
     "namespace",
+    "resend_check",
 }
 _BOOL_OPTIONS = {"create_container"}
 _INT_OPTIONS = {"retries", "segment_blocks", "segment_bytes", "max_block_bytes", "cache_sessions"}
@@ -257,7 +258,10 @@ def parse_settings(url: str | None, options: dict[str, Any]) -> Settings:
         segment_blocks=values.pop("segment_blocks", Limits.segment_blocks),
         segment_bytes=values.pop("segment_bytes", Limits.segment_bytes),
         contention_timeout=values.pop("contention_timeout", Limits.contention_timeout),
+        resend_check=values.pop("resend_check", Limits.resend_check),
     )
+    if limits.resend_check not in ("session", "recent"):
+        raise AzureBlobConfigError("resend_check must be 'session' or 'recent'")
     if limits.segment_blocks < 3 or limits.segment_blocks > 50_000:
         raise AzureBlobConfigError("segment_blocks must be between 3 and 50,000")
     if limits.max_block < 1024:

@@ -59,7 +59,8 @@ class AzureBlobStore:
       ``async_credential=`` gives the async twin of a custom credential);
     - ``api_version=``, ``create_container=`` (default true), ``retries=``,
       ``retry_backoff=``, ``timeout=``, ``connect_timeout=``, ``contention_timeout=``,
-      ``segment_blocks=``, ``segment_bytes=``, ``max_block_bytes=``, ``cache_sessions=``;
+      ``segment_blocks=``, ``segment_bytes=``, ``max_block_bytes=``, ``cache_sessions=``,
+      ``resend_check=`` (``"session"``, the default, or ``"recent"``: see the README);
     - ``namespace=``: the store's tenant (``acme``, ``acme/eu``): no handle reads, lists,
       forks into or deletes anything outside its own namespace, nested ones included;
     - ``transport=`` / ``async_transport=``: custom azure-core transports (tests, proxies).
@@ -110,7 +111,9 @@ class AzureBlobStore:
     def _log(self, session_id: str) -> Log:
         folder = self._settings.base + encode_session_id(session_id)
         seen = self._cache.seen(session_id)
-        return Log(session_id, folder, seen, self._settings.limits, self._settings.create_container)
+        limits = self._settings.limits
+        index = self._cache.index(session_id) if limits.resend_check == "session" else None
+        return Log(session_id, folder, seen, limits, self._settings.create_container, index)
 
     def _sync_driver(self) -> SyncDriver:
         driver = self._sync
