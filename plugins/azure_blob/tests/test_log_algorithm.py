@@ -193,6 +193,23 @@ def test_a_batch_resent_by_a_new_handle_long_after_is_a_no_op(
     assert fresh.read("s") == stored + batch("new")
 
 
+def test_a_full_read_builds_the_index_for_free(
+    fake_store: Callable[..., Any], fake_service: Any
+) -> None:
+    writer = fake_store(**SMALL)
+    for n in range(60):
+        writer.append("s", batch(f"a{n}"))
+    reader = fake_store(**SMALL)
+    stored = reader.read("s")
+    fake_service.operations.clear()
+    reader.append("s", batch("a3"))  # a re-send, recognised without reading again
+    assert reader.read("s", -2) == batch("a59")
+    reader.append("s", batch("new"))
+    kinds = [type(op) for op in fake_service.operations]
+    assert kinds.count(ops.Get) <= 2, kinds  # the re-send's check and the tail read
+    assert reader.read("s") == stored + batch("new")
+
+
 def test_resend_check_recent_keeps_one_round_trip_but_forgets_old_ids(
     fake_store: Callable[..., Any], fake_service: Any
 ) -> None:

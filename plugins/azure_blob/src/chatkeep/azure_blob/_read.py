@@ -186,9 +186,11 @@ def _read_forward(
         window = carry + blob.data
         window_start = blob.offset - len(carry)
         scan = fmt.scan_forward(window, window_start, window_start, lenient=True)
+        taken = len(found)
         expected = _take_forward(
             scan, window, window_start, expected=expected, stop=stop, found=found
         )
+        _feed_index(log, incarnation, segment, found[taken:])
         segment_last = scan.frames[-1] if scan.frames else segment_last
         if stop is not None and found and found[-1].total >= stop:
             break
@@ -213,6 +215,13 @@ def _read_forward(
     if final is None:
         return records, cursor
     return records, final.cursor(_record_bytes(found, record_bytes))
+
+
+def _feed_index(log: Log, incarnation: str, segment: int, new: list[Frame]) -> None:
+    """A read from the start feeds the id index for free (a later append skips reading)."""
+    if log.index is not None and new:
+        log.index.position(incarnation)
+        log.index.advance(incarnation, segment, new[0].start, new, new[-1].end)
 
 
 def _take_forward(
