@@ -381,3 +381,24 @@ def test_refused_conditional_append_creates_nothing(
     with pytest.raises(AppendConflict):
         store.append_if("s", records("b"), after=None)
     assert store.read("s") == records("a")
+
+
+@pytest.mark.parametrize("kind", ["garbage", "truncated"])
+def test_a_damaged_last_block_leaves_the_session_appendable(
+    open_azure: Callable[..., Store], kind: str
+) -> None:
+    from chatkeep.core import CorruptRecord
+
+    store = open_azure()
+    for n in range(4):
+        store.append("s", records(f"b{n}", 1))
+    store.backend.chatkeep_damage("s", 3, kind)  # type: ignore[attr-defined]
+    with pytest.raises(CorruptRecord) as error:
+        store.read("s", -1)
+    assert error.value.position == 3
+    store.append("s", records("after", 1))  # salvaged: the next block goes after the damage
+    assert store.read("s", -1) == records("after", 1)
+    assert store.read("s", 0, 3) == [r for n in range(3) for r in records(f"b{n}", 1)]
+    with pytest.raises(CorruptRecord) as error:
+        store.read("s")
+    assert error.value.position == 3
