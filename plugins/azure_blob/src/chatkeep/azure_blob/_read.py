@@ -123,8 +123,9 @@ def _collect_backward(log: Log, tail: Tail, first: int, record_bytes: int) -> St
     grow = 0
     while True:
         scan = fmt.scan_backward(window, window_start, end, first=first)
+        checked = max(0, len(newest_first) - 1)  # the pairs before it are checked already
         newest_first.extend(scan.frames)
-        _check_contiguous(newest_first)
+        _check_contiguous(newest_first[checked:])
         if newest_first and newest_first[-1].first <= first:
             break
         remaining = (newest_first[-1].first if newest_first else tail.total) - first
