@@ -25,7 +25,13 @@ from hypothesis.stateful import (
 from chatkeep.azure_blob import _operations as ops
 from chatkeep.azure_blob import _write
 from chatkeep.azure_blob._state import Limits, Log, Seen
-from chatkeep.core import CorruptRecord, Record, RecordConflict, StoreUnavailable
+from chatkeep.core import (
+    AppendConflict,
+    CorruptRecord,
+    Record,
+    RecordConflict,
+    StoreUnavailable,
+)
 
 SMALL = {"segment_blocks": 4, "max_block_bytes": 1024}
 
@@ -208,6 +214,22 @@ def test_a_full_read_builds_the_index_for_free(
     kinds = [type(op) for op in fake_service.operations]
     assert kinds.count(ops.Get) <= 2, kinds  # the re-send's check and the tail read
     assert reader.read("s") == stored + batch("new")
+
+
+def test_a_conditional_append_resent_by_a_new_handle_long_after_is_a_no_op(
+    fake_store: Callable[..., Any],
+) -> None:
+    writer = fake_store(**SMALL)
+    writer.append_if("s", batch("first"), None)
+    writer.append_if("s", batch("second"), "first-1")
+    for n in range(100):
+        writer.append("s", batch(f"later{n}"))
+    stored = writer.read("s")
+    fresh = fake_store(**SMALL)
+    fresh.append_if("s", batch("second"), "first-1")  # landed long ago: a no-op
+    assert fresh.read("s") == stored
+    with pytest.raises(AppendConflict):
+        fresh.append_if("s", batch("third"), "first-1")  # new records, stale end
 
 
 def test_resend_check_recent_keeps_one_round_trip_but_forgets_old_ids(

@@ -479,6 +479,8 @@ def _checked_end(
         return (yield from _new_session(log, record_bytes)), records
     log.seen.learn_frames(tail.incarnation, tail.frames())
     fresh = log.seen.unseen(tail.incarnation, records, log.session_id)
+    if fresh and log.index is not None and (yield from _catch_up(log, tail.cursor(record_bytes))):
+        fresh = log.index.unseen(fresh, log.session_id)
     if not fresh:
         return tail.cursor(record_bytes), fresh
     if (yield from _last_id(log, tail, record_bytes)) != after:
@@ -518,8 +520,6 @@ def append_if(
             if end is None:
                 continue  # created or rolled by another writer meanwhile: look again
             cursor = end
-            if fresh and log.index is not None and (yield from _catch_up(log, cursor)):
-                fresh = log.index.unseen(fresh, log.session_id)
             if not fresh:
                 return cursor  # an exact retry of a call that landed
             frame, digest = yield from _frame_for(log, cursor, fresh, uploaded)
