@@ -105,7 +105,8 @@ def test_stored_records_carry_no_attribution(counting_store: MakeStore) -> None:
     assert len(raw_records) == 5
     for record in raw_records:
         assert ATTRIBUTION_KEY.encode() not in record.data
-        assert json.loads(record.data)["additional_properties"] == {}
+        # Only the time it was stored (see chatkeep.core.metadata), no tag.
+        assert list(json.loads(record.data)["additional_properties"]) == ["chatkeep.stored_at"]
 
 
 def test_chat_history_tagged_request_messages_are_never_stored(

@@ -63,6 +63,13 @@ from .messages import (
     UnknownContent,
     UriContent,
 )
+from .metadata import (
+    SessionInfo,
+    adescribe_session,
+    alist_session_infos,
+    describe_session,
+    list_session_infos,
+)
 from .offline import OfflineChatClient
 from .plugins import BackendInfo, backends, open_store
 from .records import Record, check_session_id
@@ -162,6 +169,7 @@ __all__ = [
     "ReducerTrigger",
     "Role",
     "SessionExists",
+    "SessionInfo",
     "SessionMismatch",
     "SessionNotFound",
     "SlidingWindowReducer",
@@ -189,8 +197,10 @@ __all__ = [
     "ViewError",
     "acompact",
     "adelete_session",
+    "adescribe_session",
     "afork",
     "alist_forks",
+    "alist_session_infos",
     "aread_view",
     "aundo",
     "backends",
@@ -199,6 +209,7 @@ __all__ = [
     "decode_message",
     "decode_records",
     "delete_session",
+    "describe_session",
     "encode_message",
     "encode_records",
     "export_jsonl",
@@ -206,6 +217,7 @@ __all__ = [
     "hookimpl",
     "import_jsonl",
     "list_forks",
+    "list_session_infos",
     "message_from_dict",
     "message_to_dict",
     "migrate",

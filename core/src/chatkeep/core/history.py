@@ -32,6 +32,7 @@ from .reducers import Reducer, ReducerTrigger, apply_reducer, drop_orphan_result
 from .session import AgentSession, ProviderSessionState
 from .store import Store
 from .views import CORRUPT, Checkpoint, aread_view, build_view, decode_log
+from .views._control import STORED_AT_KEY, utc_stamp
 
 __all__ = [
     "HistoryProvider",
@@ -79,13 +80,23 @@ def decode_records(
     return messages
 
 
-def encode_records(messages: Iterable[Message]) -> list[Record]:
-    """Encode messages as records (each must already have a ``message_id``)."""
+def encode_records(messages: Iterable[Message], *, stored_at: str | None = None) -> list[Record]:
+    """Encode messages as records (each must already have a ``message_id``).
+
+    ``stored_at`` (an ISO 8601 time, see :mod:`chatkeep.core.metadata`) goes into each
+    record under the reserved ``additional_properties`` key ``"chatkeep.stored_at"``, unless
+    the message already has one there; the messages themselves are not changed, and reading
+    the records back takes the key out again.
+    """
     records = []
     for message in messages:
-        if message.message_id is None:
+        record_id = message.message_id
+        if record_id is None:
             raise ValueError("a message needs a message_id before it is stored")
-        records.append(Record(message.message_id, encode_message(message)))
+        if stored_at is not None and STORED_AT_KEY not in message.additional_properties:
+            properties = {**message.additional_properties, STORED_AT_KEY: stored_at}
+            message = replace(message, additional_properties=properties)
+        records.append(Record(record_id, encode_message(message)))
     return records
 
 
@@ -214,7 +225,7 @@ class HistoryProvider:
         A subclass that overrides this and ``load`` receives ``checkpoint`` only when its
         reducer trigger is ``AFTER_MESSAGE_ADDED``.
         """
-        records = encode_records(messages)
+        records = encode_records(messages, stored_at=utc_stamp())
         if checkpoint is not None:
             records.append(checkpoint.to_record())
         await self.store.aappend(session.session_id, records)

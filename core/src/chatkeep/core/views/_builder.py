@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import CorruptRecord
 from ..messages import Message
 from ..records import Record
-from ._control import CHECKPOINT, RETRACT, Control, parse_entry
+from ._control import CHECKPOINT, MESSAGE_HEAD, RETRACT, Control, parse_entry
 
 __all__ = ["UNLIMITED", "ViewBuilder", "build_view"]
 
@@ -42,7 +42,9 @@ class ViewBuilder:
     them). :meth:`finish` returns the messages oldest first.
     """
 
-    def __init__(self, limit: int | None = None, *, track_stored: bool = False) -> None:
+    def __init__(
+        self, limit: int | None = None, *, track_stored: bool = False, count_only: bool = False
+    ) -> None:
         deadline = UNLIMITED if limit is None else limit
         self._out: list[Message] = []  # newest first
         self._frames = [_Frame(deadline, deadline, [])]
@@ -60,6 +62,9 @@ class ViewBuilder:
         #: With ``track_stored``: ids of the messages that came from message records (not
         #: copies held inside a checkpoint).
         self.stored_ids: set[str] | None = set() if track_stored else None
+        # count_only: message records the codec wrote are not decoded; each stands in the
+        # view as an empty placeholder message (for counting the view, not for reading it).
+        self._count_only = count_only
 
     @property
     def skipping(self) -> bool:
@@ -93,6 +98,10 @@ class ViewBuilder:
         if self._skip_to is not None:
             if record_id == self._skip_to:
                 self._skip_to = self._retract = None
+            return
+        if self._count_only and type(data) is bytes and data.startswith(MESSAGE_HEAD):
+            if not self._push(Message("message", message_id=record_id)):
+                self._close()
             return
         try:
             entry = parse_entry(data)

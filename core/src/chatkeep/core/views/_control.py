@@ -25,6 +25,13 @@ A session log holds two kinds of records, and a backend sees no difference betwe
                            is rewritten, so an interrupted delete can be completed.
 =========================  ==================================================================
 
+Every record the core writes with a fresh id carries the time it was stored (UTC, ISO 8601):
+a control record in its ``stored_at`` field, a message record that
+:class:`~chatkeep.core.HistoryProvider` stores under the reserved key ``"chatkeep.stored_at"``
+of its ``additional_properties`` (the room MAF's message shape has for such data). Reading a
+message takes the key out again (:func:`parse_entry`), so no view, log entry or framework
+adapter ever sees it in a message; :mod:`chatkeep.core.metadata` reads it.
+
 An unknown ``chatkeep.*`` kind is an error (:class:`~chatkeep.core.errors.CorruptRecord`),
 never silently skipped: a newer writer's control record changes what the view is.
 """
@@ -34,6 +41,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from ..codec import decode_message, message_from_dict, message_to_dict
@@ -51,10 +59,13 @@ __all__ = [
     "REBASED",
     "REBUILD",
     "RETRACT",
+    "STORED_AT_KEY",
     "Control",
     "control_record",
     "is_control_data",
     "parse_entry",
+    "parse_stamped",
+    "utc_stamp",
 ]
 
 CONTROL_PREFIX = "chatkeep."
@@ -66,8 +77,12 @@ BASE = "chatkeep.base"
 REBASED = "chatkeep.rebased"
 REBUILD = "chatkeep.rebuild"
 KINDS: frozenset[str] = frozenset({RETRACT, CHECKPOINT, FORK, FORKED, BASE, REBASED, REBUILD})
+#: The key of a message's ``additional_properties`` under which the core stores the time the
+#: message was stored; reserved: reading a message removes it.
+STORED_AT_KEY = "chatkeep.stored_at"
 
-_MESSAGE_HEAD = b'{"type":"message"'
+#: How the codec's message records begin (what the fast paths test for).
+MESSAGE_HEAD = b'{"type":"message"'
 _CONTROL_HEAD = b'{"type":"chatkeep.'
 _dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
@@ -90,13 +105,22 @@ class Control:
 
     kind: str
     fields: Mapping[str, Any]
+    #: When the record was written (ISO 8601), if the writer recorded it.
+    stored_at: str | None = None
 
     def __getitem__(self, key: str) -> Any:
         return self.fields[key]
 
 
+def utc_stamp() -> str:
+    """The current time as the core stores it: UTC, ISO 8601 with microseconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
 def control_record(kind: str, record_id: str | None = None, **fields: Any) -> Record:
-    """Encode a control record (a fresh id unless ``record_id`` is given)."""
+    """Encode a control record: a fresh id and the time it is written (``stored_at``),
+    unless ``record_id`` is given (a rewrite that must encode the same way when repeated,
+    so it carries no time)."""
     if kind not in KINDS:
         raise ValueError(f"unknown control record kind {kind!r}")
     body: dict[str, Any] = {"type": kind}
@@ -104,7 +128,10 @@ def control_record(kind: str, record_id: str | None = None, **fields: Any) -> Re
         if key == "messages":
             value = [message_to_dict(message) for message in value]
         body[key] = value
-    return Record(record_id or new_id(), _dumps(body).encode("utf-8"))
+    if record_id is None:
+        record_id = new_id()
+        body.setdefault("stored_at", utc_stamp())
+    return Record(record_id, _dumps(body).encode("utf-8"))
 
 
 def is_control_data(data: bytes) -> bool:
@@ -134,9 +161,25 @@ def _control(raw: Mapping[str, Any], kind: str) -> Control:
         for item in messages:
             if not isinstance(item, dict):
                 raise ValueError("checkpoint messages must be objects")
-            decoded.append(message_from_dict(item))
+            message = message_from_dict(item)
+            _take_stamp(message)
+            decoded.append(message)
         fields["messages"] = decoded
-    return Control(kind, fields)
+    stamp = raw.get("stored_at")
+    return Control(kind, fields, stamp if isinstance(stamp, str) else None)
+
+
+def _take_stamp(message: Message) -> str | None:
+    """Remove the core's storage time from ``message`` (decoded just now) and return it."""
+    properties = message.additional_properties
+    if STORED_AT_KEY not in properties:
+        return None
+    stamp = properties[STORED_AT_KEY]
+    # A new dict, not pop(): the decoder may share dicts with what it was given.
+    message.additional_properties = {
+        key: value for key, value in properties.items() if key != STORED_AT_KEY
+    }
+    return stamp if isinstance(stamp, str) else None
 
 
 def _names(kinds: type | tuple[type, ...]) -> str:
@@ -147,10 +190,23 @@ def _names(kinds: type | tuple[type, ...]) -> str:
 
 def parse_entry(data: bytes | Mapping[str, Any]) -> Message | Control:
     """Decode one record's data (bytes from a store, or an already parsed dict) into a
-    :class:`Message` or a :class:`Control`. Raises ``ValueError`` on bad input."""
+    :class:`Message` or a :class:`Control`. Raises ``ValueError`` on bad input.
+
+    A message comes back without the core's storage time (see :func:`parse_stamped`)."""
+    if isinstance(data, (bytes, bytearray)) and data.startswith(MESSAGE_HEAD):
+        message = decode_message(bytes(data))  # the codec's own output: the fast path
+        if STORED_AT_KEY in message.additional_properties:
+            _take_stamp(message)
+        return message
+    return parse_stamped(data)[0]
+
+
+def parse_stamped(data: bytes | Mapping[str, Any]) -> tuple[Message | Control, str | None]:
+    """:func:`parse_entry`, and the time the record was stored (ISO 8601) if it says."""
     if isinstance(data, (bytes, bytearray)):
-        if data.startswith(_MESSAGE_HEAD):  # the codec's own output: the fast path
-            return decode_message(bytes(data))
+        if data.startswith(MESSAGE_HEAD):  # the codec's own output: the fast path
+            message = decode_message(bytes(data))
+            return message, _take_stamp(message)
         try:
             raw: Any = json.loads(data)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -164,9 +220,11 @@ def parse_entry(data: bytes | Mapping[str, Any]) -> Message | Control:
     kind = raw.get("type")
     try:
         if isinstance(kind, str) and kind.startswith(CONTROL_PREFIX):
-            return _control(raw, kind)
-        return message_from_dict(raw)
+            control = _control(raw, kind)
+            return control, control.stored_at
+        message = message_from_dict(raw)
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"malformed record: {exc}") from None
     except RecursionError:
         raise ValueError("record nested too deeply") from None
+    return message, _take_stamp(message)

@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from ..codec import message_to_dict
 from ..messages import Message
 from ..records import Record
 from ..store import Store
-from ._control import Control, parse_entry
+from ._control import Control, parse_stamped
 from ._erase import TEMP_PREFIX
 from ._program import Program, Read
 
@@ -31,6 +32,7 @@ __all__ = [
     "is_internal_session",
     "list_conversations",
     "log_program",
+    "parse_time",
 ]
 
 #: :attr:`LogEntry.kind` of a message record.
@@ -56,6 +58,7 @@ class LogEntry:
     message: Message | None = None
     control: Mapping[str, Any] | None = None
     error: str | None = None
+    stored_at: datetime | None = None
 
     @property
     def is_message(self) -> bool:
@@ -76,14 +79,29 @@ class LogEntry:
         return self.control
 
 
+def parse_time(stamp: str | None) -> datetime | None:
+    """The UTC time an ISO 8601 storage stamp says; ``None`` for none or a bad one."""
+    if stamp is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
 def _entry(position: int, record: Record) -> LogEntry:
     try:
-        parsed = parse_entry(record.data)
+        parsed, stamp = parse_stamped(record.data)
     except ValueError as exc:
         return LogEntry(position, record.id, CORRUPT, error=str(exc))
+    at = parse_time(stamp)
     if isinstance(parsed, Control):
-        return LogEntry(position, record.id, parsed.kind, control=json.loads(record.data))
-    return LogEntry(position, record.id, MESSAGE, message=parsed)
+        control = json.loads(record.data)
+        return LogEntry(position, record.id, parsed.kind, control=control, stored_at=at)
+    return LogEntry(position, record.id, MESSAGE, message=parsed, stored_at=at)
 
 
 def decode_log(records: Sequence[Record], first_position: int = 0) -> list[LogEntry]:

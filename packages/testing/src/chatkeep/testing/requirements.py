@@ -101,6 +101,8 @@ REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType(
         "UndoTests": needs(group="views"),
         "CheckpointTests": needs(group="views"),
         "CorruptRecordTests": needs(group="views"),
+        "SessionMetadataTests": needs(group="views"),
+        "SessionListingTests": needs("list_sessions"),
         "ForkDeletionTests": needs("delete"),
         "ForkDeletionFaultTests": needs("delete"),
         "LifecycleTests": needs(group="lifecycle"),

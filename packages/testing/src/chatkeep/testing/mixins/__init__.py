@@ -17,6 +17,7 @@ from .idempotency import RecordIdempotencyTests
 from .ids import HostileIdListingTests, HostileIdTests, InvalidIdTests
 from .isolation import MutationSafetyTests
 from .listing import ListSessionsTests
+from .metadata import SessionListingTests, SessionMetadataTests
 from .model import ModelTests
 from .namespaces import NamespaceTests
 from .order import OrderTests, SliceTests
@@ -82,6 +83,8 @@ __all__ = [
     "ProcessOrderTests",
     "RecordIdempotencyTests",
     "RetryTests",
+    "SessionListingTests",
+    "SessionMetadataTests",
     "SharedStoreTests",
     "SliceTests",
     "TailCostTests",

@@ -1,0 +1,314 @@
+"""Session metadata: when a session was created and last appended to, how many messages
+its view has, and a title, at a cost that does not grow with the transcript.
+
+::
+
+    from chatkeep.core import open_store
+    from chatkeep.core.metadata import describe_session, list_session_infos
+
+    store = open_store("sqlite:///chats.db")
+    info = describe_session(store, "chat-1")     # SessionInfo(id=..., messages=..., ...)
+    for info in list_session_infos(store, limit=20):   # the 20 most recently updated
+        print(info.updated_at, info.messages, info.title)
+
+Where the times come from: every record the core writes carries the time it was stored
+(UTC, ISO 8601). :class:`~chatkeep.core.HistoryProvider` writes it into each message record
+under the reserved key ``"chatkeep.stored_at"`` of the message's ``additional_properties``
+(where MAF's message shape has room for application data, so MAF's ``Message.from_dict``
+still reads the record); the core's control records (undo, fork, checkpoint) carry it in a
+``stored_at`` field. The messages a caller passes in are never changed, and reading takes
+the key out again: no view, log entry or framework adapter ever sees it in a message
+(:attr:`chatkeep.core.views.LogEntry.stored_at` shows it per record). Records written
+without it (by older versions, by hand, or through a framework adapter that encodes its
+messages itself) have no time: ``None``.
+
+Costs, per session described:
+
+- ``created_at`` and ``title``: one read of the first :data:`HEAD` records of the log (and
+  one more per fork level, for the title, which comes from the conversation's root).
+- ``updated_at``: one read of the last record (none when the log is shorter than
+  :data:`HEAD`).
+- ``messages``: the view's own backward walk (undo, checkpoints and forks applied, as
+  :func:`~chatkeep.core.views.read_view` sees it) with message records counted, not
+  decoded. The walk stops at the newest compaction checkpoint, so a session kept compacted
+  (a reducer with ``AFTER_MESSAGE_ADDED``, or :func:`~chatkeep.core.views.compact`) costs
+  O(records since that checkpoint + its ``keep`` window), whatever the transcript's length.
+  Without a checkpoint the walk reads the whole view's records (in growing slices: 10,000
+  records take four reads; a fork adds its parent's prefix the same way). That is the one
+  cost here that grows with the log; see the module's notes in ``core/README.md``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from .errors import InvalidOption, SessionNotFound
+from .messages import Message
+from .records import Record, check_session_id
+from .store import Store
+from .views import alist_conversations, list_conversations
+from .views._builder import ViewBuilder
+from .views._control import BASE, FORK, STORED_AT_KEY, Control, parse_stamped
+from .views._log import parse_time
+from .views._program import Program, Read, arun, run
+from .views._walk import walk_chain
+
+__all__ = [
+    "HEAD",
+    "STORED_AT_KEY",
+    "TITLE_LENGTH",
+    "SessionInfo",
+    "adescribe_session",
+    "alist_session_infos",
+    "describe_session",
+    "list_session_infos",
+]
+
+#: How many records are read from the start of a log for ``created_at`` and ``title``.
+HEAD = 8
+#: A title is at most this many characters (a longer one ends with ``"…"``).
+TITLE_LENGTH = 80
+# A title follows forks to the conversation's root, but never further than this.
+_MAX_TITLE_DEPTH = 64
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What a listing shows of one session.
+
+    ``created_at``: when its first record was stored; ``updated_at``: when its last record
+    was (a message, or an undo, fork or checkpoint); both UTC, ``None`` for records written
+    without a time. ``messages``: how many messages its view has (undo, checkpoints and
+    forks applied: what :func:`~chatkeep.core.views.read_view` returns). ``title``: the text
+    of the conversation's first user message on one line, at most :data:`TITLE_LENGTH`
+    characters; ``None`` when none is found in the first :data:`HEAD` records. The title
+    is the first one ever stored, even if that turn was undone since.
+    """
+
+    id: str
+    created_at: datetime | None
+    updated_at: datetime | None
+    messages: int
+    title: str | None
+
+
+def _title(text: str) -> str | None:
+    line = " ".join(text.split())
+    if not line:
+        return None
+    if len(line) > TITLE_LENGTH:
+        return line[: TITLE_LENGTH - 1].rstrip() + "…"
+    return line
+
+
+def _parse(record: Record) -> tuple[Message | Control | None, datetime | None]:
+    """What a record is and when it was stored; a damaged record is neither (the count's
+    walk reports damage, this only looks for a time and a title)."""
+    try:
+        entry, stamp = parse_stamped(record.data)
+    except ValueError:
+        return None, None
+    return entry, parse_time(stamp)
+
+
+def _first_user_text(records: list[Record]) -> str | None:
+    for record in records:
+        entry, _ = _parse(record)
+        if isinstance(entry, Message) and entry.role == "user":
+            title = _title(entry.text)
+            if title is not None:
+                return title
+    return None
+
+
+def _title_program(session_id: str, head: list[Record]) -> Program[str | None]:
+    """The first user message's text of the conversation: searched in the root of the
+    fork chain first (within each fork's prefix), then down to ``session_id``'s own log."""
+    chain = [head]
+    records = head
+    for _depth in range(_MAX_TITLE_DEPTH):
+        if not records:
+            break
+        fork, _ = _parse(records[0])
+        if not isinstance(fork, Control) or fork.kind != FORK:
+            break
+        parent: str = fork["parent"]
+        end: int = fork["position"]
+        if end == 0:
+            break
+        parent_head: list[Record] = yield Read(parent, 0, min(HEAD, end))
+        if parent_head:
+            base, _ = _parse(parent_head[0])
+            if isinstance(base, Control) and base.kind == BASE:
+                # Made self-contained since: its records moved by the base's shift.
+                end += base["shift"]
+                parent_head = yield Read(parent, 0, min(HEAD, end))
+        records = parent_head[:end]
+        chain.append(records)
+    for records in reversed(chain):
+        title = _first_user_text(records)
+        if title is not None:
+            return title
+    return None
+
+
+def _describe_program(session_id: str) -> Program[SessionInfo]:
+    session_id = check_session_id(session_id)
+    head: list[Record] = yield Read(session_id, 0, HEAD)
+    if not head:
+        raise SessionNotFound(session_id)
+    _, created_at = _parse(head[0])
+    title = yield from _title_program(session_id, head)
+    if len(head) < HEAD:
+        last = head[-1]
+    else:
+        tail: list[Record] = yield Read(session_id, -1)
+        last = tail[-1] if tail else head[-1]
+    _, updated_at = _parse(last)
+    counter = ViewBuilder(count_only=True)
+    yield from walk_chain(counter, session_id)
+    count = len(counter.finish())
+    return SessionInfo(session_id, created_at, updated_at, count, title)
+
+
+def describe_session(store: Store, session_id: str) -> SessionInfo:
+    """The :class:`SessionInfo` of one session. Raises
+    :class:`~chatkeep.core.errors.SessionNotFound` when it has no records, and
+    :class:`~chatkeep.core.errors.CorruptRecord` when its view cannot be read."""
+    return run(store, _describe_program(session_id))
+
+
+async def adescribe_session(store: Store, session_id: str) -> SessionInfo:
+    """Async :func:`describe_session`."""
+    return await arun(store, _describe_program(session_id))
+
+
+def _check_listing(prefix: object, limit: object, newest_first: object) -> None:
+    if prefix is not None and type(prefix) is not str:
+        raise InvalidOption(f"prefix must be a str or None, not {type(prefix).__name__}")
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise InvalidOption(f"limit must be a non-negative int or None, not {limit!r}")
+    if type(newest_first) is not bool:
+        raise InvalidOption(f"newest_first must be a bool, not {newest_first!r}")
+
+
+def _updated_key(tail: list[Record]) -> float:
+    """The sort key of a session by its last record: its time, or before every time."""
+    _, at = _parse(tail[-1])
+    return at.timestamp() if at is not None else -math.inf
+
+
+_Ranked = tuple[float, str]
+
+
+def _keep(ranked: list[_Ranked], item: _Ranked, limit: int | None) -> None:
+    """Keep the ``limit`` newest items seen (a min-heap: the oldest kept is on top)."""
+    if limit is None:
+        ranked.append(item)
+    elif len(ranked) < limit:
+        heapq.heappush(ranked, item)
+    elif item > ranked[0]:
+        heapq.heapreplace(ranked, item)
+
+
+def list_session_infos(
+    store: Store,
+    *,
+    prefix: str | None = None,
+    limit: int | None = None,
+    newest_first: bool = True,
+) -> Iterator[SessionInfo]:
+    """The :class:`SessionInfo` of the store's conversations (those whose id starts with
+    ``prefix``; never the core's internal ``chatkeep.tmp.*`` sessions), at most ``limit``.
+
+    ``newest_first=True`` (the default): most recently updated first, sessions without a
+    time last (ties by id, descending). That needs every session's last record: one
+    one-record read per listed session, with only the ``limit`` best kept in memory (a
+    heap), then each of those described. On a million sessions that is a million tail
+    reads, however few are shown; ``limit=None`` also keeps a million (time, id) pairs.
+    ``newest_first=False``: the store's listing order, streamed, each session described as
+    it comes, stopping after ``limit``: the cost is that of the sessions shown.
+
+    Errors in the arguments and a store without ``list_sessions``
+    (:class:`~chatkeep.core.errors.CapabilityMissing`) raise at the call. A session deleted
+    while the listing runs is left out.
+    """
+    _check_listing(prefix, limit, newest_first)
+    if limit == 0:
+        return iter(())
+    ids = list_conversations(store, prefix)
+    if not newest_first:
+        return _in_order(store, ids, limit)
+    return _newest(store, ids, limit)
+
+
+def _in_order(store: Store, ids: Iterator[str], limit: int | None) -> Iterator[SessionInfo]:
+    shown = 0
+    for session_id in ids:
+        try:
+            info = describe_session(store, session_id)
+        except SessionNotFound:
+            continue
+        yield info
+        shown += 1
+        if limit is not None and shown >= limit:
+            return
+
+
+def _newest(store: Store, ids: Iterator[str], limit: int | None) -> Iterator[SessionInfo]:
+    ranked: list[_Ranked] = []
+    for session_id in ids:
+        tail = store.read(session_id, -1)
+        if tail:
+            _keep(ranked, (_updated_key(tail), session_id), limit)
+    for _key, session_id in sorted(ranked, reverse=True):
+        try:
+            yield describe_session(store, session_id)
+        except SessionNotFound:
+            continue
+
+
+def alist_session_infos(
+    store: Store,
+    *,
+    prefix: str | None = None,
+    limit: int | None = None,
+    newest_first: bool = True,
+) -> AsyncIterator[SessionInfo]:
+    """Async :func:`list_session_infos` (``async for info in alist_session_infos(store)``)."""
+    _check_listing(prefix, limit, newest_first)
+    ids = alist_conversations(store, prefix) if limit != 0 else None
+    return _alisting(store, ids, limit, newest_first)
+
+
+async def _alisting(
+    store: Store, ids: AsyncIterator[str] | None, limit: int | None, newest_first: bool
+) -> AsyncIterator[SessionInfo]:
+    if ids is None:
+        return
+    if not newest_first:
+        shown = 0
+        async for session_id in ids:
+            try:
+                info = await adescribe_session(store, session_id)
+            except SessionNotFound:
+                continue
+            yield info
+            shown += 1
+            if limit is not None and shown >= limit:
+                return
+        return
+    ranked: list[_Ranked] = []
+    async for session_id in ids:
+        tail = await store.aread(session_id, -1)
+        if tail:
+            _keep(ranked, (_updated_key(tail), session_id), limit)
+    for _key, session_id in sorted(ranked, reverse=True):
+        try:
+            yield await adescribe_session(store, session_id)
+        except SessionNotFound:
+            continue

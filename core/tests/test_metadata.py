@@ -1,0 +1,382 @@
+"""Session metadata (``chatkeep.core.metadata``) and per-message storage times, on the
+memory backend. Costs are asserted through the counting backend (records returned)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from chatkeep.core import (
+    AgentSession,
+    CapabilityMissing,
+    HistoryProvider,
+    InvalidOption,
+    Message,
+    Record,
+    SessionInfo,
+    SessionNotFound,
+    SlidingWindowReducer,
+    Store,
+    adescribe_session,
+    alist_session_infos,
+    compact,
+    describe_session,
+    encode_message,
+    encode_records,
+    fork,
+    list_session_infos,
+    new_id,
+    read_view,
+    undo,
+)
+from chatkeep.core.memory import MemoryStore
+from chatkeep.core.metadata import HEAD, STORED_AT_KEY, TITLE_LENGTH
+from chatkeep.core.views import read_log
+from chatkeep.core.views._erase import TEMP_PREFIX
+
+from .conftest import CountingBackend
+
+MakeStore = Callable[..., tuple[Store, CountingBackend]]
+
+
+def user(text: str) -> Message:
+    return Message.user(text, message_id=new_id())
+
+
+def assistant(text: str) -> Message:
+    return Message.assistant(text, message_id=new_id())
+
+
+def chat(provider: HistoryProvider, session_id: str, *pairs: tuple[str, str]) -> None:
+    """Store turns the way the agent does: invoking, then invoked, one call each."""
+    session = AgentSession(session_id)
+
+    async def run() -> None:
+        for question, answer in pairs:
+            sent = await provider.invoking(session, [user(question)])
+            await provider.invoked(session, sent, [assistant(answer)])
+
+    asyncio.run(run())
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+# -- per-message storage times --------------------------------------------------------------
+
+
+def test_stored_messages_carry_their_time_but_reads_never_show_it() -> None:
+    store = Store(MemoryStore())
+    provider = HistoryProvider(store)
+    passed = user("hello")
+    before = now()
+    asyncio.run(provider.invoked(AgentSession("s"), [passed], [assistant("hi")]))
+    after = now()
+    assert passed.additional_properties == {}, "the caller's message was changed"
+    for record in store.read("s"):
+        stamp = json.loads(record.data)["additional_properties"][STORED_AT_KEY]
+        assert before <= datetime.fromisoformat(stamp) <= after
+        assert stamp.endswith("+00:00")
+    view = read_view(store, "s")
+    assert view[0] == passed
+    assert all(STORED_AT_KEY not in m.additional_properties for m in view)
+    entries = read_log(store, "s")
+    assert [e.stored_at is not None and before <= e.stored_at <= after for e in entries] == [
+        True,
+        True,
+    ]
+    assert entries[0].data is not None
+    assert STORED_AT_KEY not in entries[0].data["additional_properties"]
+
+
+def test_a_message_that_already_has_a_time_keeps_it() -> None:
+    old = "2020-01-02T03:04:05.000006+00:00"
+    message = Message.user("copied", message_id="m1", additional_properties={STORED_AT_KEY: old})
+    (record,) = encode_records([message], stored_at="2026-01-01T00:00:00+00:00")
+    assert json.loads(record.data)["additional_properties"][STORED_AT_KEY] == old
+    (plain,) = encode_records([Message.user("x", message_id="m2")])
+    assert STORED_AT_KEY not in json.loads(plain.data)["additional_properties"]
+
+
+def test_control_records_carry_their_time() -> None:
+    store = Store(MemoryStore())
+    chat(HistoryProvider(store), "s", ("q", "a"))
+    before = now()
+    undo(store, "s")
+    branch = fork(store, "s")
+    kinds = {e.kind: e.stored_at for e in read_log(store, "s") + read_log(store, branch)}
+    for kind in ("chatkeep.retract", "chatkeep.forked", "chatkeep.fork"):
+        assert kinds[kind] is not None and kinds[kind] >= before, kind
+
+
+# -- describe_session ---------------------------------------------------------------------
+
+
+def test_describe_a_conversation() -> None:
+    store = Store(MemoryStore())
+    provider = HistoryProvider(store)
+    before = now()
+    chat(provider, "s", ("  What is\nthe weather?  ", "Sunny."), ("And tomorrow?", "Rain."))
+    after = now()
+    info = describe_session(store, "s")
+    assert isinstance(info, SessionInfo)
+    assert info.id == "s"
+    assert info.messages == 4
+    assert info.title == "What is the weather?"
+    assert info.created_at is not None and info.updated_at is not None
+    assert before <= info.created_at <= info.updated_at <= after
+    assert info.created_at.tzinfo is not None
+
+
+def test_unknown_session_is_session_not_found() -> None:
+    store = Store(MemoryStore())
+    with pytest.raises(SessionNotFound):
+        describe_session(store, "nobody")
+    with pytest.raises(SessionNotFound):
+        asyncio.run(adescribe_session(store, "nobody"))
+
+
+def test_records_without_a_time_describe_as_none() -> None:
+    store = Store(MemoryStore())
+    messages = [user("written by hand"), assistant("ok")]
+    store.append("s", [Record(m.message_id or "", encode_message(m)) for m in messages])
+    info = describe_session(store, "s")
+    assert (info.created_at, info.updated_at, info.messages) == (None, None, 2)
+    assert info.title == "written by hand"
+
+
+def test_title_is_one_line_and_truncated() -> None:
+    store = Store(MemoryStore())
+    long_text = "word " * 100
+    chat(HistoryProvider(store), "s", (long_text, "ok"))
+    title = describe_session(store, "s").title
+    assert title is not None
+    assert len(title) == TITLE_LENGTH and title.endswith("…")
+    assert "\n" not in title and "  " not in title
+
+
+def test_no_user_message_means_no_title() -> None:
+    store = Store(MemoryStore())
+    chat(HistoryProvider(store), "s")
+    asyncio.run(HistoryProvider(store).invoked(AgentSession("s"), [], [assistant("hi")]))
+    assert describe_session(store, "s").title is None
+
+
+def test_count_applies_undo_and_updated_at_moves() -> None:
+    store = Store(MemoryStore())
+    chat(HistoryProvider(store), "s", ("one", "1"), ("two", "2"), ("three", "3"))
+    first = describe_session(store, "s")
+    undo(store, "s")
+    second = describe_session(store, "s")
+    assert (first.messages, second.messages) == (6, 4)
+    assert first.updated_at is not None and second.updated_at is not None
+    assert second.updated_at >= first.updated_at
+    assert second.title == "one"
+    assert second.created_at == first.created_at
+
+
+def test_fork_counts_its_prefix_and_takes_the_root_title() -> None:
+    store = Store(MemoryStore())
+    chat(HistoryProvider(store), "root", ("first question", "a"), ("second", "b"))
+    at = read_view(store, "root")[1].message_id
+    child = fork(store, "root", at, new_session_id="child")
+    assert describe_session(store, child).messages == 2
+    assert describe_session(store, child).title == "first question"
+    chat(HistoryProvider(store), child, ("in the fork", "c"))
+    grandchild = fork(store, child, new_session_id="grandchild")
+    info = describe_session(store, grandchild)
+    assert info.messages == len(read_view(store, grandchild)) == 4
+    assert info.title == "first question"
+    root = describe_session(store, "root")
+    assert info.created_at is not None and root.created_at is not None
+    assert info.created_at > root.created_at  # the fork's own creation
+
+
+def test_fork_title_survives_the_parents_deletion() -> None:
+    from chatkeep.core import delete_session
+
+    store = Store(MemoryStore())
+    chat(HistoryProvider(store), "root", ("the question", "a"))
+    child = fork(store, "root", new_session_id="child")
+    delete_session(store, "root")  # the fork is made self-contained
+    info = describe_session(store, child)
+    assert (info.title, info.messages) == ("the question", 2)
+
+
+def test_count_matches_the_view_through_checkpoints_and_undos() -> None:
+    rng = random.Random(7)
+    store = Store(MemoryStore())
+    provider = HistoryProvider(store)
+    for step in range(60):
+        action = rng.random()
+        if action < 0.6:
+            chat(provider, "s", (f"q{step}", f"a{step}"))
+        elif action < 0.75:
+            undo(store, "s")
+        else:
+            keep = rng.randrange(0, 6)
+            compact(
+                store,
+                "s",
+                lambda view, k=keep, n=step: [assistant(f"sum {n}"), *view[-k:]][: k + 1],
+            )
+        assert describe_session(store, "s").messages == len(read_view(store, "s")), step
+
+
+def test_describing_a_compacted_session_reads_a_bounded_number_of_records(
+    counting_store: MakeStore,
+) -> None:
+    store, backend = counting_store()
+    provider = HistoryProvider(
+        store, reducer=SlidingWindowReducer(10), reducer_trigger="after_message_added"
+    )
+    costs = []
+    for size in (50, 500):
+        session_id = f"s{size}"
+        chat(provider, session_id, *[(f"q{n}", f"a{n}") for n in range(size // 2)])
+        backend.reads.clear()
+        info = describe_session(store, session_id)
+        costs.append(sum(returned for *_, returned in backend.reads))
+        assert info.messages == len(read_view(store, session_id)) == 10
+    # Head, tail and the walk to the newest checkpoint: the same for 50 and 500 messages.
+    assert costs[0] == costs[1] <= HEAD + 1 + 2 * 16
+
+
+def test_async_describe_matches() -> None:
+    store = Store(MemoryStore())
+    chat(HistoryProvider(store), "s", ("hello", "hi"))
+    assert asyncio.run(adescribe_session(store, "s")) == describe_session(store, "s")
+
+
+# -- list_session_infos -------------------------------------------------------------------
+
+
+def _three_sessions(store: Store) -> None:
+    provider = HistoryProvider(store)
+    for name in ("b", "a", "c"):  # updated in this order
+        chat(provider, f"p-{name}", (f"about {name}", "ok"))
+
+
+def test_list_newest_first_with_a_limit() -> None:
+    store = Store(MemoryStore())
+    _three_sessions(store)
+    chat(HistoryProvider(store), "other", ("not listed by prefix", "ok"))
+    listed = list(list_session_infos(store, prefix="p-"))
+    assert [i.id for i in listed] == ["p-c", "p-a", "p-b"]
+    assert [i.id for i in list_session_infos(store, prefix="p-", limit=2)] == ["p-c", "p-a"]
+    assert listed[0] == describe_session(store, "p-c")
+    assert list(list_session_infos(store, prefix="p-", limit=0)) == []
+
+
+def test_list_puts_sessions_without_a_time_last() -> None:
+    store = Store(MemoryStore())
+    _three_sessions(store)
+    old = user("old")
+    store.append("p-old", [Record(old.message_id or "", encode_message(old))])
+    listed = [i.id for i in list_session_infos(store, prefix="p-")]
+    assert listed == ["p-c", "p-a", "p-b", "p-old"]
+
+
+def test_list_in_store_order_stops_after_the_limit(counting_store: MakeStore) -> None:
+    store, backend = counting_store()
+    _three_sessions(store)
+    backend.reads.clear()
+    listing = list_session_infos(store, prefix="p-", newest_first=False, limit=1)
+    (only,) = listing
+    assert only.id in {"p-a", "p-b", "p-c"}
+    assert {session for session, *_ in backend.reads} == {only.id}, "described more than one"
+
+
+def test_list_leaves_out_internal_sessions() -> None:
+    store = Store(MemoryStore())
+    _three_sessions(store)
+    store.append(TEMP_PREFIX + "x", [Record("r", b'{"type":"message","role":"user"}')])
+    assert TEMP_PREFIX + "x" not in {i.id for i in list_session_infos(store)}
+    assert TEMP_PREFIX + "x" not in {i.id for i in list_session_infos(store, newest_first=False)}
+
+
+def test_newest_first_keeps_only_limit_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
+    import chatkeep.core.metadata as metadata
+
+    store = Store(MemoryStore())
+    provider = HistoryProvider(store)
+    for n in range(20):
+        chat(provider, f"s{n:02d}", ("q", "a"))
+    largest = []
+    real_keep = metadata._keep
+
+    def keep(ranked: list[tuple[float, str]], item: tuple[float, str], limit: int | None) -> None:
+        real_keep(ranked, item, limit)
+        largest.append(len(ranked))
+
+    monkeypatch.setattr(metadata, "_keep", keep)
+    listed = [i.id for i in list_session_infos(store, limit=3)]
+    assert listed == ["s19", "s18", "s17"]
+    assert max(largest) == 3
+
+
+def test_list_arguments_are_checked_at_the_call() -> None:
+    store = Store(MemoryStore())
+    for bad in ({"limit": -1}, {"limit": "3"}, {"limit": True}, {"prefix": 3}, {"newest_first": 1}):
+        with pytest.raises(InvalidOption):
+            list_session_infos(store, **bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidOption):
+            alist_session_infos(store, **bad)  # type: ignore[arg-type]
+
+
+class _NoListing:
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+
+    def append(self, session_id: str, records: list[Record]) -> None:
+        self.inner.append(session_id, records)
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        return self.inner.read(session_id, start, stop)
+
+
+def test_a_store_that_cannot_list_raises_at_the_call() -> None:
+    store = Store(_NoListing())
+    with pytest.raises(CapabilityMissing):
+        list_session_infos(store)
+    with pytest.raises(CapabilityMissing):
+        alist_session_infos(store)
+
+
+def test_async_listing_matches() -> None:
+    store = Store(MemoryStore())
+    _three_sessions(store)
+
+    async def collect(**options: object) -> list[SessionInfo]:
+        return [info async for info in alist_session_infos(store, prefix="p-", **options)]  # type: ignore[arg-type]
+
+    assert asyncio.run(collect()) == list(list_session_infos(store, prefix="p-"))
+    in_order = asyncio.run(collect(newest_first=False, limit=2))
+    assert in_order == list(list_session_infos(store, prefix="p-", newest_first=False, limit=2))
+    assert asyncio.run(collect(limit=0)) == []
+
+
+def test_a_session_deleted_during_the_listing_is_left_out() -> None:
+    store = Store(MemoryStore())
+    _three_sessions(store)
+    listing = list_session_infos(store, prefix="p-", newest_first=False)
+    first = next(listing)
+    rest = {"p-a", "p-b", "p-c"} - {first.id}
+    gone = sorted(rest)[0]
+    store.delete(gone)
+    assert {i.id for i in listing} == rest - {gone}
+
+
+def test_times_are_utc_and_ordered_within_a_second() -> None:
+    store = Store(MemoryStore())
+    chat(HistoryProvider(store), "s", ("q", "a"))
+    info = describe_session(store, "s")
+    assert info.created_at is not None and info.updated_at is not None
+    assert info.created_at.utcoffset() == timedelta(0)
+    assert now() - info.updated_at < timedelta(seconds=60)
