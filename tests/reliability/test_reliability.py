@@ -182,20 +182,8 @@ store.close()
 """
 
 
-# Azure remembers the ids of a session's recent frames only (what a new handle reads at the
-# tail), so a batch re-sent by a new process after about 16 KiB of later data is stored
-# again: a known limitation (plugins/azure_blob/README.md), expected to fail until an id
-# index lands; strict, so the fix shows up as an unexpected pass.
-_AZURE_RESEND = pytest.param(
-    "azure_blob",
-    marks=pytest.mark.xfail(
-        strict=True, reason="azure-blob checks re-sent ids against the log's recent frames only"
-    ),
-)
-
-
 @pytest.mark.parametrize(
-    "shared_url", ["sqlite", "redis", "postgres", "s3", _AZURE_RESEND], indirect=True
+    "shared_url", ["sqlite", "redis", "postgres", "s3", "azure_blob"], indirect=True
 )
 def test_a_batch_resent_by_a_new_process_after_others_appended(
     shared_url: str, report: list[str]

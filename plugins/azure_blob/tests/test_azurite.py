@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
@@ -41,8 +42,49 @@ def test_layout_is_one_append_blob_per_session(
     store.append("user/42", records("a"))
     store.append("user/42", records("b"))
     names = container_names(blob_service, "layout-test/")
-    assert names == [f"layout-test/{encode_session_id('user/42')}/0000000000"]
-    assert names == ["layout-test/user~2f42/0000000000"]
+    assert names == [f"layout-test/chatkeep-v2/_/{encode_session_id('user/42')}/0000000000"]
+    assert names == ["layout-test/chatkeep-v2/_/user~2f42/0000000000"]
+
+
+def test_a_prefix_keyword_is_kept_literally_and_wins_over_the_url(
+    blob_service: Any,
+) -> None:
+    tag = uuid.uuid4().hex[:8]
+    store = open_store(blob_service.url(f"url-{tag}"), prefix=f"kw-{tag}/a%2Fb")
+    try:
+        store.append("s", records("a", 1))
+        assert container_names(blob_service, f"url-{tag}/") == []
+        assert container_names(blob_service, f"kw-{tag}/") == [
+            f"kw-{tag}/a%2Fb/chatkeep-v2/_/s/0000000000"
+        ]
+    finally:
+        store.close()
+    root = open_store(blob_service.url(f"url-{tag}"), prefix="/")
+    try:
+        assert root.backend._settings.root == ""  # type: ignore[attr-defined]
+    finally:
+        root.close()
+
+
+def test_nested_prefix_tenants_never_see_each_other(blob_service: Any) -> None:
+    tag = uuid.uuid4().hex[:8]
+    parent = open_store(blob_service.url(f"acme-{tag}"))
+    nested = open_store(blob_service.url(f"acme-{tag}/eu"))
+    sibling = open_store(blob_service.url(f"acme-{tag}-eu"))
+    try:
+        nested.append("s", records("nested", 2))
+        sibling.append("s", records("sibling", 2))
+        parent.append("other", records("parent", 1))
+        assert set(parent.list_sessions()) == {"other"}
+        for session in ("eu", "eu/s", "s", "chatkeep-v2"):
+            assert parent.read(session) == []
+            parent.delete(session)
+        assert [r.id for r in nested.read("s")] == ["nested-0", "nested-1"]
+        assert [r.id for r in sibling.read("s")] == ["sibling-0", "sibling-1"]
+        assert set(nested.list_sessions()) == {"s"}
+    finally:
+        for store in (parent, nested, sibling):
+            store.close()
 
 
 def test_turn_is_one_request_per_hook(
@@ -84,7 +126,7 @@ def test_segments_roll_on_azurite(open_azure: Callable[..., Store], blob_service
     for n in range(14):
         store.append("s", records(f"b{n}", n % 2 + 1))
         log += records(f"b{n}", n % 2 + 1)
-    segments = container_names(blob_service, "roll/s/")
+    segments = container_names(blob_service, "roll/chatkeep-v2/_/s/")
     assert len(segments) >= 4
     cold = open_azure(prefix="roll", segment_blocks=5)
     assert cold.read("s") == log
@@ -100,7 +142,7 @@ def test_oversized_batch_on_azurite(open_azure: Callable[..., Store], blob_servi
     store.append("s", records("a"))
     store.append("s", big)
     store.append("s", records("b"))
-    names = container_names(blob_service, "big/s/")
+    names = container_names(blob_service, "big/chatkeep-v2/_/s/")
     assert any("/x/" in name for name in names), names
     cold = open_azure(prefix="big")
     assert cold.read("s", -3) == big[-1:] + records("b")
@@ -305,7 +347,7 @@ def test_conditional_appends_across_rolls(
         for stale in (None, log[-2].id if len(log) > 1 else "nowhere"):
             with pytest.raises(AppendConflict):
                 store.append_if("s", records(f"late{n}"), after=stale)
-    assert len(container_names(blob_service, "cond-roll/s/")) >= 3
+    assert len(container_names(blob_service, "cond-roll/chatkeep-v2/_/s/")) >= 3
     cold = open_azure(prefix="cond-roll", segment_blocks=4)
     with pytest.raises(AppendConflict) as error:
         cold.append_if("s", records("x"), after="c0-0")
@@ -339,3 +381,24 @@ def test_refused_conditional_append_creates_nothing(
     with pytest.raises(AppendConflict):
         store.append_if("s", records("b"), after=None)
     assert store.read("s") == records("a")
+
+
+@pytest.mark.parametrize("kind", ["garbage", "truncated"])
+def test_a_damaged_last_block_leaves_the_session_appendable(
+    open_azure: Callable[..., Store], kind: str
+) -> None:
+    from chatkeep.core import CorruptRecord
+
+    store = open_azure()
+    for n in range(4):
+        store.append("s", records(f"b{n}", 1))
+    store.backend.chatkeep_damage("s", 3, kind)  # type: ignore[attr-defined]
+    with pytest.raises(CorruptRecord) as error:
+        store.read("s", -1)
+    assert error.value.position == 3
+    store.append("s", records("after", 1))  # salvaged: the next block goes after the damage
+    assert store.read("s", -1) == records("after", 1)
+    assert store.read("s", 0, 3) == [r for n in range(3) for r in records(f"b{n}", 1)]
+    with pytest.raises(CorruptRecord) as error:
+        store.read("s")
+    assert error.value.position == 3

@@ -8,9 +8,9 @@ from urllib.parse import quote
 import pytest
 
 from chatkeep.azure_blob import AzureBlobConfigError
-from chatkeep.azure_blob._config import parse_settings
+from chatkeep.azure_blob.config import parse_settings
 from chatkeep.azure_blob.store import AzureBlobStore
-from chatkeep.core import backends, open_store
+from chatkeep.core import InvalidOption, backends, open_store
 
 KEY = "c2VjcmV0LWtleS10aGF0LW11c3QtbmV2ZXItbGVhaw=="  # base64, like a real account key
 CONNECTION = (
@@ -192,8 +192,28 @@ def test_open_store_builds_the_backend(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_every_option_is_documented() -> None:
     from pathlib import Path
 
-    from chatkeep.azure_blob._config import KNOWN_OPTIONS
+    from chatkeep.azure_blob.config import KNOWN_OPTIONS
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     missing = sorted(option for option in KNOWN_OPTIONS if f"`{option}`" not in readme)
     assert not missing, f"options missing from the README's table: {missing}"
+
+
+def test_namespace_option_and_prefix_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", "UseDevelopmentStorage=true")
+    assert settings("azblob://chats/p").base == "p/chatkeep-v2/_/"
+    assert settings("azblob://chats/p?namespace=acme/eu").base == "p/chatkeep-v2/nacme~2feu/"
+    assert settings("azblob://chats?namespace=a.b:c").base == "chatkeep-v2/na~2eb~3ac/"
+    by_keyword = settings("azblob://chats/p?namespace=url", namespace="kw")
+    assert by_keyword.namespace == "kw"
+    long_namespace = "x." * 60
+    assert settings("azblob://chats", namespace=long_namespace).base.startswith("chatkeep-v2/h")
+    assert settings("azblob://chats/a%2Fb").root == "a/b/"  # the URL is decoded once
+    assert settings("azblob://chats/url", prefix="a%2Fb").root == "a%2Fb/"  # literal
+    assert settings("azblob://chats/url", prefix="/").root == ""  # the keyword wins
+    for bad in ("acme/", "a b", "a%2Fb", "", "../x"):
+        with pytest.raises(InvalidOption):
+            settings("azblob://chats", namespace=bad)
+    for marker in ("chatkeep-v2", "a/chatkeep-v2/b"):
+        with pytest.raises(InvalidOption):
+            settings(f"azblob://chats/{marker}")

@@ -25,7 +25,13 @@ from hypothesis.stateful import (
 from chatkeep.azure_blob import _operations as ops
 from chatkeep.azure_blob import _write
 from chatkeep.azure_blob._state import Limits, Log, Seen
-from chatkeep.core import CorruptRecord, Record, StoreUnavailable
+from chatkeep.core import (
+    AppendConflict,
+    CorruptRecord,
+    Record,
+    RecordConflict,
+    StoreUnavailable,
+)
 
 SMALL = {"segment_blocks": 4, "max_block_bytes": 1024}
 
@@ -158,6 +164,112 @@ def test_retries_are_no_ops(fake_store: Callable[..., Any]) -> None:
     assert other.read("s") == batch("a") + batch("b") + batch("c")
 
 
+def _segment_bytes(fake_service: Any) -> int:
+    return sum(len(b["data"]) for name, b in fake_service.blobs.items() if "/x/" not in name)
+
+
+def test_a_batch_resent_by_a_new_handle_long_after_is_a_no_op(
+    fake_store: Callable[..., Any], fake_service: Any
+) -> None:
+    writer = fake_store(**SMALL)
+    writer.append("s", batch("crashed", 3))
+    for n in range(200):  # far past any tail window, across many segment rolls
+        writer.append("s", batch(f"later{n}"))
+    stored = writer.read("s")
+    fake_service.downloaded = 0
+    fresh = fake_store(**SMALL)
+    fresh.append("s", batch("crashed", 3))  # the crashed process's batch, sent again
+    # The first append of a handle to a session reads the session once (and its end)...
+    assert fake_service.downloaded <= _segment_bytes(fake_service) + 3 * 8 * 1024
+    assert fresh.read("s") == stored
+    assert fake_store(**SMALL).read("s") == stored
+    with pytest.raises(RecordConflict):  # a stored id with other data is never dropped
+        fresh.append("s", [Record("crashed-1", b"other data")])
+    # ...and after that the hot path is one request per append again (segments roll
+    # every 4 blocks here: a roll adds its own ROLL block, Create and Set Metadata).
+    fake_service.operations.clear()
+    fresh.append("s", batch("new"))
+    kinds = [type(op) for op in fake_service.operations]
+    assert ops.Get not in kinds and ops.Head not in kinds, kinds
+    assert kinds.count(ops.Append) <= 2, kinds
+    fake_service.operations.clear()
+    fresh.append("s", batch("later7"))  # re-sent, from the old segments: still a no-op
+    # (one ranged read checks that this life of the session is still the one it knows).
+    assert [type(op) for op in fake_service.operations] == [ops.Get]
+    assert fresh.read("s") == stored + batch("new")
+
+
+def test_a_full_read_builds_the_index_for_free(
+    fake_store: Callable[..., Any], fake_service: Any
+) -> None:
+    writer = fake_store(**SMALL)
+    for n in range(60):
+        writer.append("s", batch(f"a{n}"))
+    reader = fake_store(**SMALL)
+    stored = reader.read("s")
+    fake_service.operations.clear()
+    reader.append("s", batch("a3"))  # a re-send, recognised without reading again
+    assert reader.read("s", -2) == batch("a59")
+    reader.append("s", batch("new"))
+    kinds = [type(op) for op in fake_service.operations]
+    assert kinds.count(ops.Get) <= 2, kinds  # the re-send's check and the tail read
+    assert reader.read("s") == stored + batch("new")
+
+
+def test_a_conditional_append_resent_by_a_new_handle_long_after_is_a_no_op(
+    fake_store: Callable[..., Any],
+) -> None:
+    writer = fake_store(**SMALL)
+    writer.append_if("s", batch("first"), None)
+    writer.append_if("s", batch("second"), "first-1")
+    for n in range(100):
+        writer.append("s", batch(f"later{n}"))
+    stored = writer.read("s")
+    fresh = fake_store(**SMALL)
+    fresh.append_if("s", batch("second"), "first-1")  # landed long ago: a no-op
+    assert fresh.read("s") == stored
+    with pytest.raises(AppendConflict):
+        fresh.append_if("s", batch("third"), "first-1")  # new records, stale end
+
+
+def test_resend_check_recent_keeps_one_round_trip_but_forgets_old_ids(
+    fake_store: Callable[..., Any], fake_service: Any
+) -> None:
+    writer = fake_store()
+    writer.append("s", batch("crashed", 3))
+    for n in range(200):  # about 14 KiB: past the tail window a new handle reads
+        writer.append("s", batch(f"later{n}"))
+    stored = writer.read("s")
+    fake_service.operations.clear()
+    fake_service.downloaded = 0
+    fresh = fake_store(resend_check="recent")
+    fresh.append("s", batch("crashed", 3))
+    # The end only (the start of the segment, then its tail), one append: and the old
+    # batch is stored a second time.
+    assert [type(op) for op in fake_service.operations] == [ops.Get, ops.Get, ops.Append]
+    assert fake_service.downloaded <= 2 * 8 * 1024 + 1024
+    assert fresh.read("s") == stored + batch("crashed", 3)
+    recent = fake_store(resend_check="recent")
+    recent.append("s", batch("crashed", 3))  # a re-send of the newest batch is still seen
+    assert recent.read("s") == stored + batch("crashed", 3)
+
+
+def test_the_index_catches_up_on_only_what_others_appended(
+    fake_store: Callable[..., Any], fake_service: Any
+) -> None:
+    first, second = fake_store(), fake_store()
+    for n in range(300):
+        first.append("s", [Record(f"a{n}", b"x" * 200)])
+    second.append("s", batch("warm"))  # reads the session once
+    for n in range(20):
+        first.append("s", [Record(f"b{n}", b"y" * 200)])
+        fake_service.downloaded = 0
+        second.append("s", [Record(f"c{n}", b"z" * 200)])
+        # A lost race and a catch-up: the other writer's one frame, not the session.
+        assert fake_service.downloaded <= 16 * 1024
+    assert len({record.id for record in first.read("s")}) == 300 + 1 * 2 + 40
+
+
 @pytest.mark.parametrize("mode", ["lost", "failed"])
 def test_unknown_outcome_then_retry_stores_once(
     fake_store: Callable[..., Any], fake_service: Any, mode: str
@@ -273,6 +385,55 @@ def test_damaged_frame_raises_corrupt_record(
     with pytest.raises(CorruptRecord, match="checksum"):
         fake_store().read("s")
     assert fake_store().read("s", -2) == batch("b")  # the damage is outside the tail
+
+
+def _frame_bounds(data: bytes) -> list[tuple[int, int]]:
+    from chatkeep.azure_blob import frames as fmt
+
+    return [(f.start, f.end) for f in fmt.scan_forward(bytes(data), 0, 0).frames]
+
+
+@pytest.mark.parametrize("kind", ["garbage", "truncated", "missing"])
+def test_damage_names_the_first_record_of_a_multi_record_frame(
+    fake_store: Callable[..., Any], fake_service: Any, kind: str
+) -> None:
+    store = fake_store()
+    for tag in "abcd":
+        store.append("s", batch(tag, 3))  # frames hold records 0-2, 3-5, 6-8, 9-11
+    (segment,) = fake_service.blobs.values()
+    start, end = _frame_bounds(segment["data"])[2]
+    piece = {"garbage": bytes(end - start), "truncated": segment["data"][start : end - 9]}
+    segment["data"][start:end] = piece.get(kind, b"")
+    for start_at in (0, -12, -7, -1000):
+        with pytest.raises(CorruptRecord) as error:
+            fake_store().read("s", start_at)
+        assert error.value.position == 6, (kind, start_at)
+    assert fake_store().read("s", 0, 6) == batch("a", 3) + batch("b", 3)
+    assert fake_store().read("s", -3) == batch("d", 3)  # the tail is intact
+
+
+@pytest.mark.parametrize("kind", ["garbage", "truncated"])
+def test_a_damaged_last_frame_leaves_the_session_appendable(
+    fake_store: Callable[..., Any], fake_service: Any, kind: str
+) -> None:
+    store = fake_store()
+    for tag in "abc":
+        store.append("s", batch(tag, 2))
+    (segment,) = fake_service.blobs.values()
+    start, end = _frame_bounds(segment["data"])[-1]
+    segment["data"][start:end] = bytes(end - start) if kind == "garbage" else b"ck\x01"
+    other = fake_store()
+    with pytest.raises(CorruptRecord) as error:
+        other.read("s", -1)
+    assert error.value.position == 4
+    other.append("s", batch("after", 1))  # a fresh handle salvages the end once
+    store.append("s", batch("later", 1))  # a stale handle catches up past the damage
+    for handle in (fake_store(), other, store):
+        assert handle.read("s", -2) == batch("after", 1) + batch("later", 1)
+        assert handle.read("s", 0, 4) == batch("a") + batch("b")
+        with pytest.raises(CorruptRecord) as error:
+            handle.read("s")
+        assert error.value.position == 4
 
 
 def test_missing_previous_segment_is_reported(

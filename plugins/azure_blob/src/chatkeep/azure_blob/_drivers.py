@@ -1,8 +1,8 @@
-"""Carrying out :mod:`._operations` with the Azure SDK, sync and async.
+"""Private: carrying out :mod:`._operations` with the Azure SDK, sync and async.
 
-Every SDK failure becomes a :class:`~._operations.ServiceError` subclass that keeps only
-the HTTP status, the service's error code and the request id: the SDK's own messages can
-quote request signatures, so they are never passed on.
+Every SDK failure becomes a :class:`~._operations.ServiceError` subclass
+(:func:`.faults.translate`) that keeps only the HTTP status and the service's error code:
+the SDK's own messages can quote request signatures, so they are never passed on.
 """
 
 from __future__ import annotations
@@ -14,23 +14,12 @@ from collections import OrderedDict
 from typing import Any, TypeVar
 
 from azure.core import MatchConditions
-from azure.core.exceptions import (
-    AzureError,
-    ClientAuthenticationError,
-    HttpResponseError,
-    ServiceRequestError,
-    ServiceResponseError,
-)
+from azure.core.exceptions import AzureError, HttpResponseError
 
 from ._operations import (
-    AccessRefused,
     Append,
     Appended,
     Blob,
-    BlobExists,
-    BlobMissing,
-    ConditionFailed,
-    ContainerMissing,
     Create,
     CreateContainer,
     Created,
@@ -39,59 +28,15 @@ from ._operations import (
     Head,
     ListNames,
     Op,
-    OutcomeUnknown,
-    Rejected,
-    SegmentFull,
-    ServiceError,
     SetMetadata,
     Sleep,
-    Unreachable,
     Upload,
 )
+from .faults import translate
 
-__all__ = ["AsyncDriver", "SyncDriver", "translate"]
+__all__ = ["AsyncDriver", "SyncDriver"]
 
-_FULL_CODES = frozenset({"BlockCountExceedsLimit", "MaxBlobSizeConditionNotMet"})
 T = TypeVar("T")
-
-_EXISTS_CODES = frozenset({"BlobAlreadyExists", "ContainerAlreadyExists"})
-
-
-def _code(error: HttpResponseError) -> str | None:
-    code = getattr(error, "error_code", None)  # set by the storage SDK's error processing
-    if code is None and error.response is not None:
-        headers = getattr(error.response, "headers", None) or {}
-        code = headers.get("x-ms-error-code")
-    return None if code is None else str(getattr(code, "value", code))
-
-
-def translate(error: AzureError) -> ServiceError:
-    """The :class:`ServiceError` for an SDK exception (status and code only)."""
-    if isinstance(error, ClientAuthenticationError):
-        status = error.status_code if error.response is not None else None
-        return AccessRefused(status, _code(error) if error.response is not None else None)
-    if isinstance(error, HttpResponseError) and error.status_code is not None:
-        status, code = error.status_code, _code(error)
-        if status == 412:
-            return ConditionFailed(status, code)
-        if status == 404:
-            if code == "ContainerNotFound":
-                return ContainerMissing(status, code)
-            return BlobMissing(status, code)
-        if status == 409 and code in _EXISTS_CODES:
-            return BlobExists(status, code)
-        if status == 409 and code in _FULL_CODES:
-            return SegmentFull(status, code)
-        if status in (401, 403):
-            return AccessRefused(status, code)
-        if status in (408, 429) or status >= 500:
-            return OutcomeUnknown(status, code)
-        return Rejected(status, code)
-    if isinstance(error, ServiceRequestError):
-        return Unreachable(None, type(error).__name__)
-    if isinstance(error, (ServiceResponseError, HttpResponseError)):
-        return OutcomeUnknown(None, type(error).__name__)
-    return OutcomeUnknown(None, type(error).__name__)
 
 
 def _total_size(content_range: str | None) -> int | None:

@@ -24,7 +24,17 @@ from ._state import (
 )
 from .frames import Frame, FrameError
 
-__all__ = ["Tail", "last_frame", "load_tail", "locate"]
+__all__ = ["DamagedEnd", "Tail", "last_frame", "load_tail", "locate"]
+
+
+class DamagedEnd(FrameError):
+    """The last frame of the session's last segment is damaged: ``segment`` and a window
+    ``blob`` ending at the segment's end say where (a writer can salvage the end)."""
+
+    def __init__(self, damaged: FrameError, segment: int, blob: Blob) -> None:
+        super().__init__(damaged.offset, damaged.reason, damaged.position)
+        self.segment = segment
+        self.blob = blob
 
 
 def load_tail(log: Log, segment: int, guess: int | None, want: int) -> Step[Blob]:
@@ -146,6 +156,10 @@ def locate(log: Log, cursor: Cursor | None, want: int) -> Step[Tail | None]:
         except Restart:
             guess, blob = None, None
             continue
+        except DamagedEnd:
+            raise
+        except FrameError as damaged:
+            raise DamagedEnd(damaged, segment, blob) from None
         if last is None or last.kind != fmt.KIND_ROLL:
             return Tail(segment, blob, last, life)
         following = fmt.decode_roll(last.body, last.start)

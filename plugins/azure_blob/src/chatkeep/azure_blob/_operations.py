@@ -1,16 +1,20 @@
-"""The storage operations the log algorithm asks for, their results and their failures.
+"""Private: the storage operations the log algorithm asks for, their results and failures.
 
-The algorithm in :mod:`._engine` is written once, as generators that *yield* these
-operations and receive their results; :mod:`._drivers` carries them out with the sync or the
-async Azure client. So the sync and async APIs share every line of logic, and tests can
-drive the algorithm against any fake.
+The algorithm (:mod:`._write`, :mod:`._read`, :mod:`._locate`) is written once, as sans-IO
+programs (:mod:`chatkeep.core.programs`) that *yield* these operations and receive their
+results; :mod:`._drivers` carries them out with the sync or the async Azure client, and the
+store drives the programs with the core's :func:`~chatkeep.core.programs.run_program` /
+:func:`~chatkeep.core.programs.arun_program`. So the sync and async APIs share every line of
+logic, and tests can drive the algorithm against any fake.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
+
+from chatkeep.core.programs import Program, arun_program, run_program
 
 __all__ = [
     "AccessRefused",
@@ -38,6 +42,8 @@ __all__ = [
     "Step",
     "Unreachable",
     "Upload",
+    "run_async",
+    "run_sync",
 ]
 
 T = TypeVar("T")
@@ -137,7 +143,7 @@ Op = (
 )
 
 #: A step of the algorithm: yields operations, is sent their results, returns ``T``.
-Step = Generator[Op, Any, T]
+Step = Program[Op, T]
 
 
 # -- results ----------------------------------------------------------------------------
@@ -272,35 +278,12 @@ def list_names(prefix: str) -> Step[list[str]]:
     return result
 
 
-def run_sync(step: Step[T], execute: Any) -> T:
-    """Drive ``step`` to completion, carrying out each operation with ``execute(op)``."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            op = step.send(value) if error is None else step.throw(error)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        value, error = None, None
-        try:
-            value = execute(op)
-        except ServiceError as exc:
-            error = exc
+def run_sync(step: Step[T], execute: Callable[[Op], Any]) -> T:
+    """Drive ``step`` with ``execute(op)``: the core's runner, throwing service failures
+    (:class:`ServiceError`) into the program and letting anything else propagate."""
+    return run_program(step, execute, throw=ServiceError)
 
 
-async def run_async(step: Step[T], execute: Any) -> T:
+async def run_async(step: Step[T], execute: Callable[[Op], Awaitable[Any]]) -> T:
     """Async :func:`run_sync`: ``execute(op)`` is awaited."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            op = step.send(value) if error is None else step.throw(error)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        value, error = None, None
-        try:
-            value = await execute(op)
-        except ServiceError as exc:
-            error = exc
+    return await arun_program(step, execute, throw=ServiceError)

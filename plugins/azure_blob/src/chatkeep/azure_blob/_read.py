@@ -10,12 +10,13 @@
 
 from __future__ import annotations
 
+import itertools
 import zlib
 
 from chatkeep.core import Record
 
 from . import frames as fmt
-from ._locate import Tail, locate
+from ._locate import DamagedEnd, Tail, locate
 from ._operations import BlobMissing, Sleep, Step, get
 from ._state import (
     ABSENT,
@@ -73,14 +74,23 @@ def _read_backward(
 ) -> Step[tuple[list[Record], Cursor | None]]:
     record_bytes = cursor.record_bytes if cursor is not None else DEFAULT_RECORD_BYTES
     wanted = -start if start < 0 else 64
-    tail = yield from locate(log, cursor, _estimate(wanted, record_bytes, log))
-    if tail is None:
-        return [], ABSENT
-    first, last, _ = slice(start, stop).indices(tail.total)
-    if last <= first:
-        _learn(log, tail, [], cursor)
-        return [], tail.cursor(record_bytes)
-    found = yield from _collect_backward(log, tail, first, record_bytes)
+    try:
+        tail = yield from locate(log, cursor, _estimate(wanted, record_bytes, log))
+        if tail is None:
+            return [], ABSENT
+        first, last, _ = slice(start, stop).indices(tail.total)
+        if last <= first:
+            _learn(log, tail, [], cursor)
+            return [], tail.cursor(record_bytes)
+        found = yield from _collect_backward(log, tail, first, record_bytes)
+    except FrameError as damaged:
+        if damaged.position is not None and not isinstance(damaged, DamagedEnd):
+            raise
+        # Walking backwards, the damage shows as the end of a frame that is not one; where
+        # its records start is only known from the front. Read forward to report the first
+        # damaged position exactly (costs a full read, only on a damaged session).
+        yield from _read_forward(log, None, 0, None)
+        raise FrameError(damaged.offset, damaged.reason, damaged.position) from None
     records = yield from _materialize(log, found, first, last)
     _learn(log, tail, records, cursor)
     return records, tail.cursor(_record_bytes(found, record_bytes))
@@ -113,7 +123,9 @@ def _collect_backward(log: Log, tail: Tail, first: int, record_bytes: int) -> St
     grow = 0
     while True:
         scan = fmt.scan_backward(window, window_start, end, first=first)
+        checked = max(0, len(newest_first) - 1)  # the pairs before it are checked already
         newest_first.extend(scan.frames)
+        _check_contiguous(newest_first[checked:])
         if newest_first and newest_first[-1].first <= first:
             break
         remaining = (newest_first[-1].first if newest_first else tail.total) - first
@@ -157,6 +169,7 @@ def _read_forward(
     incarnation: str | None = None
     final: Tail | None = None
     segment_last: Frame | None = None  # the last frame seen in the current segment
+    expected = 0  # the position the next frame must start at
     while True:
         try:
             blob = yield from get(log.segment(segment), offset, chunk)
@@ -173,8 +186,12 @@ def _read_forward(
             raise Restart
         window = carry + blob.data
         window_start = blob.offset - len(carry)
-        scan = fmt.scan_forward(window, window_start, window_start)
-        found.extend(scan.frames)
+        scan = fmt.scan_forward(window, window_start, window_start, lenient=True)
+        taken = len(found)
+        expected = _take_forward(
+            scan, window, window_start, expected=expected, stop=stop, found=found
+        )
+        _feed_index(log, incarnation, segment, found[taken:])
         segment_last = scan.frames[-1] if scan.frames else segment_last
         if stop is not None and found and found[-1].total >= stop:
             break
@@ -184,7 +201,8 @@ def _read_forward(
             continue
         if blob.reaches_end:
             if scan.wanted is not None:
-                raise FrameError(scan.reached, "the segment ends inside a frame")
+                reason = "the segment ends inside a frame"
+                raise FrameError(scan.reached, reason, position=expected)
             final = Tail(segment, blob, segment_last, life)
             break
         carry = window[scan.reached - window_start :]
@@ -198,6 +216,58 @@ def _read_forward(
     if final is None:
         return records, cursor
     return records, final.cursor(_record_bytes(found, record_bytes))
+
+
+def _feed_index(log: Log, incarnation: str, segment: int, new: list[Frame]) -> None:
+    """A read from the start feeds the id index for free (a later append skips reading)."""
+    if log.index is not None and new:
+        log.index.position(incarnation)
+        log.index.advance(incarnation, segment, new[0].start, new, new[-1].end)
+
+
+def _take_forward(
+    scan: fmt.Scan,
+    window: bytes,
+    window_start: int,
+    *,
+    expected: int,
+    stop: int | None,
+    found: list[Frame],
+) -> int:
+    """Add the frames of a forward ``scan`` to ``found`` up to ``stop`` records, checking
+    that each starts where the previous ended (``expected``); return the new ``expected``.
+    Raises :class:`FrameError` naming the first damaged or missing position."""
+    for frame in scan.frames:
+        if stop is not None and expected >= stop:
+            return expected  # the slice is complete: what lies beyond is not checked
+        if frame.first != expected:  # a frame is missing: its records are lost
+            reason = f"records {expected} to {frame.first - 1} are missing"
+            raise FrameError(frame.start, reason, position=expected)
+        expected = frame.total
+        found.append(frame)
+    damaged = scan.wanted is None and scan.reached < window_start + len(window)
+    if damaged and (stop is None or expected < stop):
+        _raise_damaged(window, window_start, scan.reached, expected)
+    return expected
+
+
+def _raise_damaged(window: bytes, window_start: int, at: int, position: int) -> None:
+    """Raise the :class:`FrameError` of the damaged frame at segment offset ``at``, which
+    should hold record ``position``."""
+    try:
+        fmt.scan_forward(window, window_start, at)
+    except FrameError as damaged:
+        raise FrameError(damaged.offset, damaged.reason, position=position) from None
+    raise FrameError(at, "a damaged frame", position=position)
+
+
+def _check_contiguous(newest_first: list[Frame]) -> None:
+    """Raise :class:`FrameError` if a frame is missing between two frames walked backwards
+    (each frame's running total must be where the next one's records start)."""
+    for newer, older in itertools.pairwise(newest_first):
+        if older.total != newer.first:
+            reason = f"records {older.total} to {newer.first - 1} are missing"
+            raise FrameError(newer.start, reason, position=older.total)
 
 
 def _materialize(log: Log, found: list[Frame], first: int, last: int) -> Step[list[Record]]:

@@ -4,6 +4,8 @@
 * :class:`Cursor`: the handle's last view of the session's end. Only a hint: every write is
   conditional on the service, so a stale cursor costs a re-read, never a wrong write.
 * :class:`Seen`: record ids known to be stored, so re-sent records are skipped.
+* :class:`IdIndex`: every record id of the session up to a point of its log (fingerprints),
+  so a batch re-sent by another process long after it landed is still recognised.
 * Segment metadata: every segment carries the session id, the *incarnation* (a random id of
   this life of the session, new after a delete) and where the previous segment ends.
 """
@@ -11,6 +13,7 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -20,7 +23,7 @@ from chatkeep.core import Record, RecordConflict
 
 from . import frames as fmt
 from .frames import Frame
-from .names import pointer_name, segment_name
+from .layout import pointer_name, segment_name
 
 __all__ = [
     "ABSENT",
@@ -31,6 +34,7 @@ __all__ = [
     "META_SESSION",
     "Contended",
     "Cursor",
+    "IdIndex",
     "Limits",
     "Log",
     "Restart",
@@ -69,6 +73,9 @@ class Limits:
     contention_timeout: float = 120.0
     #: Record ids remembered per session for skipping re-sent records.
     seen_ids: int = 2048
+    #: Check re-sent ids against the whole session (``"session"``: an :class:`IdIndex`
+    #: per session, built once per handle) or only the recent frames (``"recent"``).
+    resend_check: str = "session"
 
 
 class Contended(Exception):
@@ -184,6 +191,116 @@ class Seen:
             return fresh
 
 
+def _fingerprint(data: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+class IdIndex:
+    """Every record id of one life of a session from its start up to ``(segment, offset)``
+    of its log, as 64-bit fingerprints of the id with a 64-bit fingerprint of the record's
+    data (about 100 bytes of memory per record), plus the digests of oversized batches.
+
+    Complete by construction: it only ever grows by the frames at exactly its end, read
+    from the service or just appended by this handle. Thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.incarnation: str | None = None
+        self.segment = 0
+        self.offset = 0
+        self.broken = False  #: a damaged frame stopped it: it cannot become complete
+        self._ids: dict[int, int] = {}
+        self._batches: set[bytes] = set()
+
+    def at(self, incarnation: str, segment: int, offset: int) -> bool:
+        """Whether the index covers exactly the log before ``(segment, offset)``."""
+        with self._lock:
+            return (self.incarnation, self.segment, self.offset) == (incarnation, segment, offset)
+
+    def position(self, incarnation: str) -> tuple[int, int]:
+        """Where the index ends in life ``incarnation`` (starting it over if it described
+        another life of the session)."""
+        with self._lock:
+            if self.incarnation != incarnation:
+                self.incarnation, self.segment, self.offset = incarnation, 0, 0
+                self.broken = False
+                self._ids.clear()
+                self._batches.clear()
+            return self.segment, self.offset
+
+    def advance(
+        self, incarnation: str, segment: int, start: int, found: Iterable[Frame], end: int
+    ) -> bool:
+        """Add ``found`` (the frames of ``segment`` from ``start`` to ``end``) if the index
+        ends at ``start``; a ROLL frame moves it to the next segment. Returns whether it
+        did."""
+        with self._lock:
+            if (self.incarnation, self.segment, self.offset) != (incarnation, segment, start):
+                return False
+            ids, batches = self._ids, self._batches
+            for frame in found:
+                if frame.kind == fmt.KIND_RECORDS:
+                    for record_id, digest in fmt.decode_id_digests(
+                        frame.body, frame.records, frame.start
+                    ):
+                        ids[_fingerprint(record_id.encode("utf-8"))] = int.from_bytes(
+                            digest[:8], "little"
+                        )
+                elif frame.kind == fmt.KIND_POINTER:
+                    batches.add(fmt.decode_pointer(frame.body, frame.start).digest)
+                elif frame.kind == fmt.KIND_ROLL:
+                    self.segment, self.offset = fmt.decode_roll(frame.body, frame.start), 0
+                    return True
+            self.offset = end
+            return True
+
+    def added(
+        self,
+        incarnation: str,
+        where: tuple[int, int, int],
+        ids: Iterable[tuple[str, bytes]],
+        batch: bytes | None,
+    ) -> None:
+        """Record the frame this handle just appended: ``where`` is ``(segment, start,
+        end)``, ``ids`` its (record id, data digest) pairs, ``batch`` the digest of an
+        oversized batch. Ignored unless the index ends at ``start``."""
+        segment, start, end = where
+        with self._lock:
+            if (self.incarnation, self.segment, self.offset) != (incarnation, segment, start):
+                return
+            if batch is not None:
+                self._batches.add(batch)
+            known = self._ids
+            for record_id, digest in ids:
+                known[_fingerprint(record_id.encode("utf-8"))] = int.from_bytes(
+                    digest[:8], "little"
+                )
+            self.offset = end
+
+    def rolled(self, incarnation: str, segment: int, start: int) -> None:
+        """Record the ROLL frame this handle appended at ``start`` of ``segment``."""
+        with self._lock:
+            if (self.incarnation, self.segment, self.offset) == (incarnation, segment, start):
+                self.segment, self.offset = segment + 1, 0
+
+    def unseen(self, records: list[Record], session_id: str) -> list[Record]:
+        """The records whose ids the index does not hold; raises
+        :class:`~chatkeep.core.RecordConflict` for an id held with other data."""
+        with self._lock:
+            if self._batches and fmt.ids_digest(records) in self._batches:
+                return []
+            ids = self._ids
+            fresh = []
+            for record in records:
+                stored = ids.get(_fingerprint(record.id.encode("utf-8")))
+                if stored is None:
+                    fresh.append(record)
+                elif stored != int.from_bytes(fmt.data_digest(record.data)[:8], "little"):
+                    raise RecordConflict(session_id, record.id)
+            return fresh
+
+
 @dataclass(frozen=True)
 class Log:
     """One session's log as the algorithm sees it: names, memory and limits."""
@@ -193,6 +310,7 @@ class Log:
     seen: Seen
     limits: Limits
     create_container: bool = True
+    index: IdIndex | None = None  #: ``None`` with ``resend_check="recent"``
 
     def segment(self, number: int) -> str:
         """The blob name of segment ``number``."""
@@ -256,6 +374,7 @@ class SessionCache:
         self._lock = threading.Lock()
         self._cursors: OrderedDict[str, Cursor] = OrderedDict()
         self._seen: OrderedDict[str, Seen] = OrderedDict()
+        self._indexes: OrderedDict[str, IdIndex] = OrderedDict()
         self._attempts: dict[str, list[tuple[int, int, int]]] = {}
 
     def cursor(self, session_id: str) -> Cursor | None:
@@ -274,6 +393,18 @@ class SessionCache:
             else:
                 self._seen.move_to_end(session_id)
             return seen
+
+    def index(self, session_id: str) -> IdIndex:
+        """The :class:`IdIndex` of ``session_id`` (created empty)."""
+        with self._lock:
+            index = self._indexes.get(session_id)
+            if index is None:
+                index = self._indexes[session_id] = IdIndex()
+                if len(self._indexes) > self._capacity:
+                    self._indexes.popitem(last=False)
+            else:
+                self._indexes.move_to_end(session_id)
+            return index
 
     def remember(self, session_id: str, cursor: Cursor | None) -> None:
         """Keep ``cursor`` as the session's latest (``None`` changes nothing)."""
@@ -315,4 +446,5 @@ class SessionCache:
         with self._lock:
             self._cursors.pop(session_id, None)
             self._seen.pop(session_id, None)
+            self._indexes.pop(session_id, None)
             self._attempts.pop(session_id, None)

@@ -27,7 +27,7 @@ from dataclasses import replace
 from chatkeep.core import AppendConflict, Record
 
 from . import frames as fmt
-from ._locate import Tail, last_frame, load_tail, locate
+from ._locate import DamagedEnd, Tail, last_frame, load_tail, locate
 from ._operations import (
     Appended,
     BlobExists,
@@ -59,8 +59,10 @@ from ._state import (
     Restart,
     Unsettled,
     meta,
+    meta_int,
 )
-from .names import segment_number
+from .frames import FrameError
+from .layout import segment_number
 
 __all__ = ["append", "append_if", "delete"]
 
@@ -101,7 +103,13 @@ def _writable(log: Log, record_bytes: int, absent: bool = False) -> Step[Cursor]
         if created is not None:
             return created
     for _ in range(100):
-        tail = yield from locate(log, None, log.limits.probe)
+        try:
+            tail = yield from locate(log, None, log.limits.probe)
+        except DamagedEnd as damaged:
+            salvaged = yield from _salvage(log, damaged, record_bytes)
+            if salvaged is None:
+                continue  # the segment changed while it was read: look again
+            return salvaged
         if tail is None:
             created = yield from _new_session(log, record_bytes)
             if created is None:
@@ -115,6 +123,44 @@ def _writable(log: Log, record_bytes: int, absent: bool = False) -> Step[Cursor]
             return moved
         return tail.cursor(record_bytes)
     raise Contended
+
+
+def _salvage(log: Log, damaged: DamagedEnd, record_bytes: int) -> Step[Cursor | None]:
+    """A cursor after a session end whose last frame is damaged, so the session stays
+    appendable: the segment is read forward (once, only on damage) up to the damage, and
+    the next frame goes after the damaged bytes, numbered as if they held one record. The
+    damage stays reported by reads that reach it. ``None`` if the segment changed meanwhile;
+    raises the :class:`FrameError` if no frame before the damage can be trusted."""
+    name = log.segment(damaged.segment)
+    size = damaged.blob.size
+    parts: list[bytes] = []
+    offset = 0
+    etag = damaged.blob.etag
+    metadata = damaged.blob.metadata
+    while offset < size:
+        blob = yield from get(name, offset, min(log.limits.max_get, size - offset))
+        if blob.size != size or blob.etag != etag or not blob.data:
+            return None
+        parts.append(blob.data)
+        offset += len(blob.data)
+    content = b"".join(parts)
+    good = fmt.scan_forward(content, 0, 0, lenient=True).frames
+    if good and good[-1].kind == fmt.KIND_ROLL:
+        raise FrameError(damaged.offset, damaged.reason, damaged.position)
+    before = good[-1].total if good else meta_int(metadata, META_BASE)
+    if before is None:
+        raise FrameError(damaged.offset, damaged.reason, damaged.position)
+    log.seen.learn_frames(meta(metadata, META_INCARNATION) or "", good[-64:])
+    return Cursor(
+        incarnation=meta(metadata, META_INCARNATION) or "",
+        segment=damaged.segment,
+        length=size,
+        total=before + 1,
+        blocks=damaged.blob.blocks,
+        etag=etag,
+        previous=meta_int(metadata, META_PREVIOUS),
+        record_bytes=record_bytes,
+    )
 
 
 def _enter_next(
@@ -154,8 +200,13 @@ def _refresh(log: Log, cursor: Cursor, at_least: int) -> Step[Cursor]:
         return (yield from _writable(log, cursor.record_bytes))
     if blob.size == cursor.length:
         return replace(cursor, etag=blob.etag, blocks=blob.blocks)
-    scan = fmt.scan_forward(blob.data, blob.offset, cursor.length)
+    try:
+        scan = fmt.scan_forward(blob.data, blob.offset, cursor.length)
+    except FrameError:  # damaged after the cursor: find (and salvage) the end from scratch
+        return (yield from _writable(log, cursor.record_bytes))
     log.seen.learn_frames(life, scan.frames)
+    if log.index is not None and scan.frames:
+        log.index.advance(life, cursor.segment, cursor.length, scan.frames, scan.reached)
     if blob.reaches_end and scan.wanted is None and scan.frames:
         tail = Tail(cursor.segment, blob, scan.frames[-1], life)
     else:
@@ -165,7 +216,7 @@ def _refresh(log: Log, cursor: Cursor, at_least: int) -> Step[Cursor]:
             if (meta(window.metadata, META_INCARNATION) or "") != life:
                 raise Restart
             last, window = yield from last_frame(log, cursor.segment, window)
-        except (Restart, BlobMissing):
+        except (Restart, BlobMissing, FrameError):
             return (yield from _writable(log, cursor.record_bytes))
         tail = Tail(cursor.segment, window, last, life)
         log.seen.learn_frames(life, tail.frames())
@@ -188,6 +239,8 @@ def _roll(log: Log, cursor: Cursor) -> Step[Cursor]:
     except BlobMissing:
         return (yield from _writable(log, cursor.record_bytes))
     end = cursor.length + len(frame)
+    if log.index is not None:
+        log.index.rolled(cursor.incarnation, cursor.segment, cursor.length)
     moved = yield from _enter_next(log, cursor.incarnation, cursor.segment + 1, end, cursor.total)
     if moved is None:
         return (yield from _writable(log, cursor.record_bytes))
@@ -214,6 +267,68 @@ def _check_attempts(log: Log, attempts: Iterable[tuple[int, int, int]]) -> Step[
         life = meta(blob.metadata, META_INCARNATION) or ""
         found = fmt.scan_forward(blob.data, position, position, lenient=True).frames
         log.seen.learn_frames(life, found)
+
+
+def _catch_up(log: Log, cursor: Cursor) -> Step[bool]:
+    """Bring the session's :class:`~._state.IdIndex` up to ``cursor`` by reading the log
+    from where the index ends: nothing when it is there already (a handle's own appends
+    keep it there: the hot path), the whole session once per handle, or what others
+    appended since. Returns whether the index now covers exactly the log before
+    ``cursor`` (``False``: damage, or the session changed; the caller relies on the
+    recent ids only, as with ``resend_check="recent"``)."""
+    index = log.index
+    if index is None:
+        return False
+    for _ in range(cursor.segment + 2):
+        segment, offset = index.position(cursor.incarnation)
+        if index.broken or (segment, offset) > (cursor.segment, cursor.length):
+            return False
+        if (segment, offset) == (cursor.segment, cursor.length):
+            return True
+        end = cursor.length if segment == cursor.segment else None
+        try:
+            indexed = yield from _index_segment(log, cursor.incarnation, segment, offset, end)
+        except BlobMissing:
+            return False
+        if not indexed:
+            return False
+    return index.at(cursor.incarnation, cursor.segment, cursor.length)
+
+
+def _index_segment(
+    log: Log, incarnation: str, segment: int, offset: int, end: int | None
+) -> Step[bool]:
+    """Feed the index the frames of ``segment`` from ``offset`` up to ``end`` (``None``:
+    to its ROLL frame or its end), downloading only those bytes. ``False`` if the segment
+    is of another life, shorter than ``end``, or damaged (the index is then broken)."""
+    index = log.index
+    assert index is not None
+    name = log.segment(segment)
+    window, window_start, read_to = b"", offset, offset
+    while True:
+        limit = log.limits.max_get if end is None else min(log.limits.max_get, end - read_to)
+        blob = yield from get(name, read_to, max(limit, 1))
+        if (meta(blob.metadata, META_INCARNATION) or "") != incarnation:
+            return False
+        data = blob.data if end is None else blob.data[: end - read_to]
+        window += data
+        read_to += len(data)
+        scan = fmt.scan_forward(window, window_start, window_start, lenient=True)
+        if scan.frames:
+            if not index.advance(incarnation, segment, window_start, scan.frames, scan.reached):
+                return False
+            if scan.frames[-1].kind == fmt.KIND_ROLL:
+                return True
+        window, window_start = window[scan.reached - window_start :], scan.reached
+        stop_at = blob.size if end is None else end
+        if read_to >= stop_at or not data:
+            if window or (end is not None and read_to < end):
+                index.broken = bool(window)  # bytes that are not a whole frame: damage
+                return False
+            return True
+        if window and scan.wanted is None:
+            index.broken = True  # a damaged frame: ids beyond it cannot be indexed
+            return False
 
 
 def _frame_for(
@@ -254,11 +369,11 @@ def _appended(
     appended: Appended,
 ) -> Cursor:
     """Remember ``fresh`` as stored and return the cursor after the frame just appended."""
-    log.seen.learn(
-        cursor.incarnation,
-        ((record.id, fmt.data_digest(record.data)) for record in fresh),
-        digest,
-    )
+    ids = [(record.id, fmt.data_digest(record.data)) for record in fresh]
+    log.seen.learn(cursor.incarnation, ids, digest)
+    if log.index is not None:
+        where = (cursor.segment, cursor.length, cursor.length + len(frame))
+        log.index.added(cursor.incarnation, where, ids, digest)
     size = len(frame) // len(fresh) if digest is None else cursor.record_bytes
     return replace(
         cursor,
@@ -296,6 +411,8 @@ def append(
                 cursor = yield from _writable(log, record_bytes, absent=cursor is not None)
                 verified = 1
             fresh = log.seen.unseen(cursor.incarnation, records, log.session_id)
+            if fresh and log.index is not None and (yield from _catch_up(log, cursor)):
+                fresh = log.index.unseen(fresh, log.session_id)
             if not fresh:
                 if verified:
                     return cursor
@@ -362,6 +479,8 @@ def _checked_end(
         return (yield from _new_session(log, record_bytes)), records
     log.seen.learn_frames(tail.incarnation, tail.frames())
     fresh = log.seen.unseen(tail.incarnation, records, log.session_id)
+    if fresh and log.index is not None and (yield from _catch_up(log, tail.cursor(record_bytes))):
+        fresh = log.index.unseen(fresh, log.session_id)
     if not fresh:
         return tail.cursor(record_bytes), fresh
     if (yield from _last_id(log, tail, record_bytes)) != after:

@@ -18,38 +18,29 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar, TypeVar
 
 from azure.core.exceptions import AzureError
 
-from chatkeep.core import CorruptRecord, LoopThread, Record, StoreUnavailable
+from chatkeep.core import LoopThread, Record
 
 from . import _read, _write
-from ._config import SCHEME, Settings, parse_settings
-from ._drivers import AsyncDriver, SyncDriver, translate
-from ._operations import (
-    AccessRefused,
-    BlobMissing,
-    ContainerMissing,
-    OutcomeUnknown,
-    ServiceError,
-    Step,
-    head,
-    run_async,
-    run_sync,
+from ._drivers import AsyncDriver, SyncDriver
+from ._operations import BlobMissing, Step, head, run_async, run_sync
+from ._state import Log, SessionCache, Unsettled, session_id_from_metadata
+from .config import SCHEME, Settings, parse_settings
+from .errors import AzureBlobConfigError
+from .faults import Where, mapped, translate
+from .layout import (
+    decode_folder,
+    encode_prefix,
+    encode_session_id,
+    is_hashed,
+    segment_name,
+    segment_number,
 )
-from ._state import (
-    Contended,
-    Log,
-    Restart,
-    SessionCache,
-    Unsettled,
-    session_id_from_metadata,
-)
-from .errors import AzureBlobAccessDenied, AzureBlobConfigError, AzureBlobError
-from .frames import FrameError
-from .names import decode_folder, encode_prefix, encode_session_id, is_hashed, segment_name
+from .plugin import CAPABILITIES
 
 __all__ = ["AzureBlobStore"]
 
@@ -68,13 +59,14 @@ class AzureBlobStore:
       ``async_credential=`` gives the async twin of a custom credential);
     - ``api_version=``, ``create_container=`` (default true), ``retries=``,
       ``retry_backoff=``, ``timeout=``, ``connect_timeout=``, ``contention_timeout=``,
-      ``segment_blocks=``, ``segment_bytes=``, ``max_block_bytes=``, ``cache_sessions=``;
+      ``segment_blocks=``, ``segment_bytes=``, ``max_block_bytes=``, ``cache_sessions=``,
+      ``resend_check=`` (``"session"``, the default, or ``"recent"``: see the README);
+    - ``namespace=``: the store's tenant (``acme``, ``acme/eu``): no handle reads, lists,
+      forks into or deletes anything outside its own namespace, nested ones included;
     - ``transport=`` / ``async_transport=``: custom azure-core transports (tests, proxies).
     """
 
-    capabilities: ClassVar[frozenset[str]] = frozenset(
-        {"delete", "list_sessions", "close", "shared", "durable", "conditional"}
-    )
+    capabilities: ClassVar[frozenset[str]] = CAPABILITIES
 
     def __init__(self, container: str, prefix: str = "", **options: Any) -> None:
         self._settings: Settings = parse_settings(
@@ -108,14 +100,20 @@ class AzureBlobStore:
 
     def __repr__(self) -> str:
         settings = self._settings
-        return f"<AzureBlobStore {self.url} endpoint={settings.endpoint!r} auth={settings.auth!r}>"
+        namespace = "" if settings.namespace is None else f" namespace={settings.namespace!r}"
+        return (
+            f"<AzureBlobStore {self.url}{namespace} endpoint={settings.endpoint!r} "
+            f"auth={settings.auth!r}>"
+        )
 
     # -- plumbing ---------------------------------------------------------------------
 
     def _log(self, session_id: str) -> Log:
-        folder = self._settings.root + encode_session_id(session_id)
+        folder = self._settings.base + encode_session_id(session_id)
         seen = self._cache.seen(session_id)
-        return Log(session_id, folder, seen, self._settings.limits, self._settings.create_container)
+        limits = self._settings.limits
+        index = self._cache.index(session_id) if limits.resend_check == "session" else None
+        return Log(session_id, folder, seen, limits, self._settings.create_container, index)
 
     def _sync_driver(self) -> SyncDriver:
         driver = self._sync
@@ -149,66 +147,25 @@ class AzureBlobStore:
     async def _on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return await asyncio.wrap_future(self._loop.submit(coroutine))
 
-    @contextmanager
-    def _errors(self, session_id: str | None, action: str) -> Iterator[None]:
-        """Turn internal failures into chatkeep's typed errors (without secrets)."""
-        where = f" for session {session_id!r}" if session_id is not None else ""
-        try:
-            yield
-        except Unsettled as unsettled:
+    def _errors(self, session_id: str | None, action: str) -> AbstractContextManager[None]:
+        """Turn internal failures into chatkeep's typed errors (without secrets): the one
+        table of :mod:`.faults`; an unsettled append is remembered for the next one."""
+        settings = self._settings
+        where = Where(
+            action,
+            session_id,
+            settings.endpoint,
+            settings.auth,
+            settings.container,
+            settings.limits.contention_timeout,
+        )
+
+        def unsettled(error: Unsettled) -> None:
             if session_id is not None:
-                self._cache.remember(session_id, unsettled.cursor)
-                self._cache.unsettled(session_id, unsettled.attempt)
-            cause = unsettled.__cause__
-            detail = f" ({_describe(cause)})" if isinstance(cause, ServiceError) else ""
-            raise StoreUnavailable(
-                f"Azure Blob Storage did not confirm an append{where}{detail}; the batch may "
-                "or may not be stored. Retrying the same append is safe: it will not be "
-                "stored twice."
-            ) from None
-        except Contended:
-            raise StoreUnavailable(
-                f"an append{where} lost the race to other writers for longer than "
-                f"{self._settings.limits.contention_timeout:g} s; nothing was stored"
-            ) from None
-        except Restart:
-            raise StoreUnavailable(
-                f"{action}{where} gave up: the session kept changing under it (deleted and "
-                "recreated, or growing faster than it could be read); try again"
-            ) from None
-        except AccessRefused as refused:
-            raise AzureBlobAccessDenied(
-                f"{action}{where} was refused ({_describe(refused)}) at "
-                f"{self._settings.endpoint} using {self._settings.auth}: check the credential "
-                "and that it may read, add, create, write, delete and list blobs",
-                status=refused.status,
-                error_code=refused.code,
-            ) from None
-        except OutcomeUnknown as unknown:
-            raise StoreUnavailable(
-                f"Azure Blob Storage at {self._settings.endpoint} did not answer {action}{where} "
-                f"({_describe(unknown)})"
-            ) from None
-        except ContainerMissing as missing:
-            raise AzureBlobConfigError(
-                f"{action}{where} failed: container {self._settings.container!r} does not "
-                "exist (create it, or allow create_container=true)",
-                status=missing.status,
-                error_code=missing.code,
-            ) from None
-        except ServiceError as error:
-            raise AzureBlobError(
-                f"Azure Blob Storage refused {action}{where} ({_describe(error)})",
-                status=error.status,
-                error_code=error.code,
-            ) from None
-        except FrameError as damaged:
-            assert session_id is not None
-            raise CorruptRecord(
-                session_id,
-                -1 if damaged.position is None else damaged.position,
-                f"{damaged.reason} (byte {damaged.offset} of a segment)",
-            ) from None
+                self._cache.remember(session_id, error.cursor)
+                self._cache.unsettled(session_id, error.attempt)
+
+        return mapped(where, unsettled)
 
     # -- the two hooks ----------------------------------------------------------------
 
@@ -295,6 +252,68 @@ class AzureBlobStore:
         Append Block once the account's replication has stored it."""
         return "power"
 
+    def chatkeep_storage_contains(self, data: bytes) -> bool:
+        """Whether ``data`` occurs in any blob this handle writes to (every blob under its
+        prefix and namespace): a test hook of ``chatkeep.testing``."""
+        container = self._sync_driver().container
+        with self._errors(None, "chatkeep_storage_contains"):
+            try:
+                names = list(container.list_blob_names(name_starts_with=self._settings.base))
+            except AzureError as error:
+                translated = translate(error)
+                if isinstance(translated, BlobMissing):
+                    return False
+                raise translated from None
+            for name in names:
+                content = container.get_blob_client(name).download_blob().readall()
+                if data in content:
+                    return True
+        return False
+
+    def chatkeep_damage(self, session_id: str, position: int, kind: str) -> None:
+        """Damage the frame holding record ``position`` behind the store's back: a test
+        hook of ``chatkeep.testing``. ``"garbage"`` overwrites the frame's bytes with random
+        ones, ``"truncated"`` cuts it to half its length, ``"missing"`` removes it; the
+        segment is rewritten (same name and metadata) with the rest of its bytes intact.
+        This handle forgets what it knew of the session, as a fresh handle would."""
+        if kind not in ("garbage", "truncated", "missing"):
+            raise NotImplementedError(kind)
+        import os
+
+        from . import frames as fmt
+
+        container = self._sync_driver().container
+        log = self._log(session_id)
+        with self._errors(session_id, "chatkeep_damage"):
+            names = sorted(
+                name
+                for name in container.list_blob_names(name_starts_with=log.folder_path + "/")
+                if segment_number(name) is not None
+            )
+            for name in names:
+                client = container.get_blob_client(name)
+                content = client.download_blob().readall()
+                for frame in fmt.scan_forward(content, 0, 0, lenient=True).frames:
+                    if frame.kind != fmt.KIND_RECORDS or not frame.first <= position < frame.total:
+                        continue
+                    piece = content[frame.start : frame.end]
+                    if kind == "garbage":
+                        piece = os.urandom(len(piece))
+                    elif kind == "truncated":
+                        piece = piece[: len(piece) // 2]
+                    else:
+                        piece = b""
+                    damaged = content[: frame.start] + piece + content[frame.end :]
+                    metadata = client.get_blob_properties().metadata
+                    client.delete_blob()
+                    client.create_append_blob(metadata=metadata)
+                    limit = self._settings.limits.max_block
+                    for offset in range(0, len(damaged), limit):
+                        client.append_block(damaged[offset : offset + limit])
+                    self._cache.forget(session_id)
+                    return
+        raise ValueError(f"session {session_id!r} has no record at position {position}")
+
     def delete(self, session_id: str) -> None:
         """Delete every blob of the session (segments and oversized batches)."""
         self._cache.forget(session_id)
@@ -313,14 +332,17 @@ class AzureBlobStore:
         self._cache.forget(session_id)
 
     def _listing_start(self, prefix: str | None) -> str:
-        return self._settings.root + encode_prefix(prefix or "")
+        return self._settings.base + encode_prefix(prefix or "")
 
     def _session_of(self, item_name: str, prefix: str | None) -> str | tuple[str] | None:
         """The session id a listed folder encodes, ``None`` to skip it, or ``(folder,)`` when
         the id must be read from the folder's segment metadata (hashed names)."""
         if not item_name.endswith("/"):
             return None
-        folder = item_name[len(self._settings.root) : -1]
+        base = self._settings.base
+        if not item_name.startswith(base):
+            return None
+        folder = item_name[len(base) : -1]
         if is_hashed(folder):
             return (folder,)
         session_id = decode_folder(folder)
@@ -330,7 +352,7 @@ class AzureBlobStore:
 
     def _hashed_step(self, folder: str, prefix: str | None) -> Step[str | None]:
         try:
-            blob = yield from head(segment_name(self._settings.root + folder, 0))
+            blob = yield from head(segment_name(self._settings.base + folder, 0))
         except BlobMissing:
             return None
         session_id = session_id_from_metadata(blob.metadata)
@@ -429,12 +451,3 @@ class AzureBlobStore:
             settings.credential.close()
         if settings.async_credential is not None and self._loop.started:
             self._loop.submit(settings.async_credential.close()).result(timeout=30)
-
-
-def _describe(error: ServiceError) -> str:
-    parts = []
-    if error.status is not None:
-        parts.append(f"HTTP {error.status}")
-    if error.code:
-        parts.append(error.code)
-    return ", ".join(parts) or type(error).__name__

@@ -1,7 +1,12 @@
 """Turning a URL and options into settings and Azure clients, without leaking secrets.
 
 URL form: ``azblob://CONTAINER[/PREFIX][?option=value&...]``. Options may also be passed as
-keyword arguments (which win over the URL). See the README for the list.
+keyword arguments (which win over the URL, ``prefix=`` included). See the README for the list.
+
+One rule for names, as on every chatkeep backend: a ``%XX`` escape in the URL's path or
+query is decoded once, by URL parsing (``azblob://c/a%2Fb`` is the prefix ``a/b``); a
+keyword argument is taken literally (``prefix="a%2Fb"`` is those five characters, and the
+blob names hold them as they are).
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from chatkeep.core.backend import check_namespace
+
 from ._state import Limits
 from .errors import AzureBlobConfigError
-from .names import normalize_root
+from .layout import normalize_root, store_base
 
 __all__ = ["ENV_CONNECTION_STRING", "SCHEME", "Settings", "parse_settings"]
 
@@ -35,6 +42,8 @@ _STRING_OPTIONS = {
     "sas_token",
     "credential",
     "api_version",
+    "namespace",
+    "resend_check",
 }
 _BOOL_OPTIONS = {"create_container"}
 _INT_OPTIONS = {"retries", "segment_blocks", "segment_bytes", "max_block_bytes", "cache_sessions"}
@@ -51,7 +60,8 @@ class Settings:
     """Everything a store needs to build its clients. Secrets are excluded from the repr."""
 
     container: str
-    root: str
+    root: str  #: the prefix, ``""`` or ending in ``/``
+    base: str  #: where this store's sessions live: ``{root}chatkeep-v2/{namespace}/``
     endpoint: str  #: safe to show: scheme://host[/account], no query
     auth: str  #: how it authenticates, for reprs and errors (never the secret)
     connection_string: str | None = field(default=None, repr=False)
@@ -59,6 +69,7 @@ class Settings:
     credential: Any = field(default=None, repr=False)
     async_credential: Any = field(default=None, repr=False)
     owns_credentials: bool = False
+    namespace: str | None = None
     api_version: str | None = None
     create_container: bool = True
     retries: int = 4
@@ -205,6 +216,7 @@ def parse_settings(url: str | None, options: dict[str, Any]) -> Settings:
     """Settings from an ``azblob://`` URL (or ``None`` with ``container=`` in ``options``)."""
     options = dict(options)
     container = options.pop("container", None)
+    has_prefix = "prefix" in options
     prefix = options.pop("prefix", "")
     if url is not None:
         try:
@@ -214,7 +226,8 @@ def parse_settings(url: str | None, options: dict[str, Any]) -> Settings:
         if parts.scheme.lower() not in (SCHEME, "azure-blob"):
             raise AzureBlobConfigError(f"expected an {SCHEME}:// URL")
         container = unquote(parts.netloc) or container
-        prefix = unquote(parts.path) or prefix
+        if not has_prefix:  # a prefix= keyword wins over the URL's path, even "/"
+            prefix = unquote(parts.path)
         from_query = dict(parse_qsl(parts.query, keep_blank_values=True))
         for name, value in from_query.items():
             options.setdefault(name, value)
@@ -230,17 +243,25 @@ def parse_settings(url: str | None, options: dict[str, Any]) -> Settings:
             "the container name must be 3-63 lowercase letters, digits and single hyphens "
             f"(as in {SCHEME}://my-container/optional/prefix)"
         )
+    if not isinstance(prefix, str):
+        raise AzureBlobConfigError(f"prefix must be a str, not {type(prefix).__name__}")
     try:
-        root = normalize_root(prefix or "")
+        root = normalize_root(prefix)
     except ValueError as exc:
         raise AzureBlobConfigError(str(exc)) from None
+    namespace = values.pop("namespace", None)
+    if namespace is not None:
+        check_namespace(namespace)
     auth_fields = _auth(values)
     limits = Limits(
         max_block=min(values.pop("max_block_bytes", Limits.max_block), Limits.max_block),
         segment_blocks=values.pop("segment_blocks", Limits.segment_blocks),
         segment_bytes=values.pop("segment_bytes", Limits.segment_bytes),
         contention_timeout=values.pop("contention_timeout", Limits.contention_timeout),
+        resend_check=values.pop("resend_check", Limits.resend_check),
     )
+    if limits.resend_check not in ("session", "recent"):
+        raise AzureBlobConfigError("resend_check must be 'session' or 'recent'")
     if limits.segment_blocks < 3 or limits.segment_blocks > 50_000:
         raise AzureBlobConfigError("segment_blocks must be between 3 and 50,000")
     if limits.max_block < 1024:
@@ -248,6 +269,8 @@ def parse_settings(url: str | None, options: dict[str, Any]) -> Settings:
     return Settings(
         container=container,
         root=root,
+        base=store_base(root, namespace),
+        namespace=namespace,
         limits=limits,
         api_version=values.get("api_version"),
         create_container=values.get("create_container", True),
