@@ -304,3 +304,68 @@ def test_the_readme_upgrade_example_runs(
     monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", connection)
     exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
     assert re.search(r"copied 2 records of 1 sessions", capsys.readouterr().out)
+
+
+# -- data written by the last release of layout 1 -----------------------------------------
+
+GOLDEN = Path(__file__).resolve().parent / "data" / "layout1_written_by_6e42282.json"
+
+
+def _upload_golden(blob_service: Any, tag: str) -> dict[str, list[Record]]:
+    """Put the blobs the old release wrote (names, types, metadata, bytes) under ``tag``;
+    return the sessions that release read back from them."""
+    import base64
+    import json
+
+    golden = json.loads(GOLDEN.read_text())
+    old_root = golden["prefix"] + "/"
+    base = blob_service.prefix.strip("/") + "/" if blob_service.prefix.strip("/") else ""
+    store = open_store(blob_service.url())
+    client = store.backend._settings.sync_container()  # type: ignore[attr-defined]
+    try:
+        if not client.exists():
+            client.create_container()
+        for blob in golden["blobs"]:
+            assert blob["name"].startswith(old_root)
+            name = base + tag + "/" + blob["name"][len(old_root) :]
+            data = base64.b64decode(blob["data"])
+            target = client.get_blob_client(name)
+            if blob["type"] == "APPENDBLOB":
+                target.create_append_blob(metadata=blob["metadata"])
+                if data:
+                    target.append_block(data)
+            else:
+                target.upload_blob(data, metadata=blob["metadata"] or None)
+    finally:
+        client.close()
+        store.close()
+    return {
+        session: [Record(rid, base64.b64decode(data)) for rid, data in log]
+        for session, log in golden["sessions"].items()
+    }
+
+
+def test_data_written_by_the_last_layout_1_release_reads_and_migrates(
+    open_azure: Callable[..., Store], blob_service: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    tag = f"gold-{uuid.uuid4().hex[:8]}"
+    expected = _upload_golden(blob_service, tag)
+    assert len(expected) == 5 and all(expected.values())
+    old = open_azure(tag, layout=1)
+    assert sorted(old.list_sessions()) == sorted(expected)
+    for session, log in expected.items():
+        assert old.read(session) == log
+        assert old.read(session, -3) == log[-3:]
+    old.append("chat-1", records("more"))  # this release appends to the old blobs
+    old.append("chat-1", expected["chat-1"][-1:])  # a re-send of an old record: a no-op
+    expected["chat-1"] += records("more")
+    assert open_azure(tag, layout=1).read("chat-1") == expected["chat-1"]
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    new = open_azure(tag)
+    assert new.read("chat-1") == []
+    assert len(warnings_of(caplog)) == 1
+    stats = migrate(old, new)
+    assert stats.sessions == len(expected)
+    cold = open_azure(tag)
+    for session, log in expected.items():
+        assert cold.read(session) == log
