@@ -454,6 +454,15 @@ class FakeBlobService:
             if not self.container:
                 raise missing()
             return sorted(name for name in self.blobs if name.startswith(op.prefix))
+        if isinstance(op, ops.ListTop):
+            if not self.container:
+                raise missing()
+            top: set[str] = set()
+            for name in self.blobs:
+                if name.startswith(op.prefix):
+                    rest = name[len(op.prefix) :]
+                    top.add(op.prefix + rest.partition("/")[0] + ("/" if "/" in rest else ""))
+            return sorted(top)[: op.limit]
         if isinstance(op, ops.Sleep):
             return None
         raise TypeError(op)

@@ -27,6 +27,7 @@ from ._operations import (
     Get,
     Head,
     ListNames,
+    ListTop,
     Op,
     SetMetadata,
     Sleep,
@@ -154,6 +155,11 @@ class SyncDriver:
             return None
         if isinstance(op, ListNames):
             return list(self.container.list_blob_names(name_starts_with=op.prefix))
+        if isinstance(op, ListTop):
+            pages = self.container.walk_blobs(
+                name_starts_with=op.prefix, delimiter="/", results_per_page=op.limit
+            ).by_page()
+            return [str(item.name) for item in next(pages, [])][: op.limit]
         if isinstance(op, Sleep):
             time.sleep(op.seconds)
             return None
@@ -226,6 +232,15 @@ class AsyncDriver:
         if isinstance(op, ListNames):
             names = self.container.list_blob_names(name_starts_with=op.prefix)
             return [name async for name in names]
+        if isinstance(op, ListTop):
+            pages = self.container.walk_blobs(
+                name_starts_with=op.prefix, delimiter="/", results_per_page=op.limit
+            ).by_page()
+            try:
+                page = await pages.__anext__()
+            except StopAsyncIteration:
+                return []
+            return [str(item.name) async for item in page][: op.limit]
         if isinstance(op, Sleep):
             await asyncio.sleep(op.seconds)
             return None

@@ -32,6 +32,7 @@ __all__ = [
     "Get",
     "Head",
     "ListNames",
+    "ListTop",
     "Op",
     "OutcomeUnknown",
     "Rejected",
@@ -123,6 +124,15 @@ class ListNames:
 
 
 @dataclass(frozen=True)
+class ListTop:
+    """The first page (at most ``limit`` entries) of a listing of ``prefix`` with the
+    delimiter ``/``: blob names, and folder names ending in ``/``."""
+
+    prefix: str
+    limit: int
+
+
+@dataclass(frozen=True)
 class Sleep:
     """Wait (backing off under contention)."""
 
@@ -139,6 +149,7 @@ Op = (
     | SetMetadata
     | Delete
     | ListNames
+    | ListTop
     | Sleep
 )
 
@@ -274,6 +285,13 @@ def create(blob: str, metadata: Mapping[str, str]) -> Step[Created]:
 def list_names(prefix: str) -> Step[list[str]]:
     """Yield a :class:`ListNames`; return the names."""
     result = yield ListNames(prefix)
+    assert isinstance(result, list)
+    return result
+
+
+def list_top(prefix: str, limit: int) -> Step[list[str]]:
+    """Yield a :class:`ListTop`; return the names of its one page."""
+    result = yield ListTop(prefix, limit)
     assert isinstance(result, list)
     return result
 

@@ -311,6 +311,9 @@ class Log:
     limits: Limits
     create_container: bool = True
     index: IdIndex | None = None  #: ``None`` with ``resend_check="recent"``
+    #: Delete only the session's own blob shapes (layout 1, whose folders may hold a
+    #: nested store's blobs), not everything under the folder.
+    shared_folder: bool = False
 
     def segment(self, number: int) -> str:
         """The blob name of segment ``number``."""

@@ -62,7 +62,7 @@ from ._state import (
     meta_int,
 )
 from .frames import FrameError
-from .layout import segment_number
+from .layout import is_session_blob, segment_number
 
 __all__ = ["append", "append_if", "delete"]
 
@@ -564,6 +564,8 @@ def delete(log: Log) -> Step[None]:
         names = yield from list_names(log.folder_path + "/")
     except ContainerMissing:
         return
+    if log.shared_folder:
+        names = [name for name in names if is_session_blob(log.folder_path, name)]
     numbered = [(segment_number(name), name) for name in names]
     segments = sorted(
         ((number, name) for number, name in numbered if number is not None), reverse=True

@@ -24,7 +24,7 @@ from chatkeep.core.backend import check_namespace
 
 from ._state import Limits
 from .errors import AzureBlobConfigError
-from .layout import normalize_root, store_base
+from .layout import LAYOUTS, normalize_root, store_base
 
 __all__ = ["ENV_CONNECTION_STRING", "SCHEME", "Settings", "parse_settings"]
 
@@ -52,7 +52,7 @@ _FLOAT_OPTIONS = {"retry_backoff", "timeout", "connect_timeout", "contention_tim
 _OBJECT_OPTIONS = {"credential", "async_credential", "transport", "async_transport"}
 KNOWN_OPTIONS = frozenset(
     _STRING_OPTIONS | _BOOL_OPTIONS | _INT_OPTIONS | _FLOAT_OPTIONS | _OBJECT_OPTIONS
-)
+) | {"layout"}
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ class Settings:
     async_credential: Any = field(default=None, repr=False)
     owns_credentials: bool = False
     namespace: str | None = None
+    layout: int = 2  #: the blob layout (1: what releases before layout 2 wrote)
     api_version: str | None = None
     create_container: bool = True
     retries: int = 4
@@ -252,6 +253,12 @@ def parse_settings(url: str | None, options: dict[str, Any]) -> Settings:
     namespace = values.pop("namespace", None)
     if namespace is not None:
         check_namespace(namespace)
+    layout = _layout(values.pop("layout", 2))
+    if layout == 1 and namespace is not None:
+        raise AzureBlobConfigError(
+            "layout=1 has no namespaces (it is the layout releases before namespaces "
+            "wrote): drop namespace=, or use layout 2"
+        )
     auth_fields = _auth(values)
     limits = Limits(
         max_block=min(values.pop("max_block_bytes", Limits.max_block), Limits.max_block),
@@ -269,8 +276,9 @@ def parse_settings(url: str | None, options: dict[str, Any]) -> Settings:
     return Settings(
         container=container,
         root=root,
-        base=store_base(root, namespace),
+        base=store_base(root, namespace, layout),
         namespace=namespace,
+        layout=layout,
         limits=limits,
         api_version=values.get("api_version"),
         create_container=values.get("create_container", True),
@@ -283,6 +291,15 @@ def parse_settings(url: str | None, options: dict[str, Any]) -> Settings:
         async_transport=values.get("async_transport"),
         **auth_fields,
     )
+
+
+def _layout(value: Any) -> int:
+    """The ``layout`` option: 1 or 2, as an int or its digit (from a URL)."""
+    if isinstance(value, str) and value.strip() in ("1", "2"):
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value in LAYOUTS:
+        return value
+    raise AzureBlobConfigError("option 'layout' must be 1 or 2 (the default)")
 
 
 def _is_async_credential(credential: Any) -> bool:

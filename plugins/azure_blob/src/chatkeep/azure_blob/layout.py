@@ -26,6 +26,13 @@ Azure caps blob names at 1,024 characters, and a 512-character id can encode to 
 encoding longer than :data:`MAX_PLAIN` is shortened to its first characters, ``~~`` (never
 produced by the plain encoding) and the SHA-256 of the id; the full id is then kept in the
 segment's metadata, where listings read it back.
+
+**Layout 1** (``layout=1``, what every release before layout 2 wrote) has no marker and no
+namespace: ``{base}`` is ``{root}`` itself, so a session's blobs are ``{root}{folder}/...``.
+The names of a session are the same as in layout 2 otherwise. Its weakness: a store at
+``acme`` lists the folder of a nested store ``acme/eu`` as a session ``eu``; so a layout-1
+delete removes only blobs of the exact shapes a session has (:func:`is_session_blob`),
+never the rest of the folder (another store's data, or layout 2's ``chatkeep-v2/`` tree).
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ __all__ = [
     "encode_prefix",
     "encode_session_id",
     "is_hashed",
+    "is_session_blob",
+    "legacy_folder",
     "normalize_root",
     "pointer_name",
     "segment_name",
@@ -60,11 +69,16 @@ HASH_MARK = "~~"
 MARKER = "chatkeep-v2"
 #: Longest escaped namespace kept readable; longer ones are hashed.
 MAX_PLAIN_NAMESPACE = 100
+#: The layouts a store can read and write (see the module docstring); 2 is the default.
+LAYOUTS = (1, 2)
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _ESCAPE = re.compile(r"~[0-9a-f]{2}")
 _HEX = re.compile(r"[0-9a-f]+")
 _ROOT_SEGMENT = re.compile(r"^[^\x00-\x1f\x7f\\]+$")
+# What follows ``{folder}/`` in a session's own blobs: a segment, or an oversized batch
+# (every release names those ``x/`` and 16 random bytes in hex).
+_SESSION_BLOB = re.compile(r"[0-9]{10}|x/[0-9a-f]{32}")
 
 
 def _escape_char(character: str) -> str:
@@ -167,9 +181,31 @@ def encode_namespace(namespace: str | None) -> str:
     return "h" + hashlib.sha256(namespace.encode("utf-8")).hexdigest()
 
 
-def store_base(root: str, namespace: str | None) -> str:
-    """``{root}chatkeep-v2/{namespace}/``: every blob of the store starts with it."""
+def store_base(root: str, namespace: str | None, layout: int = 2) -> str:
+    """``{root}chatkeep-v2/{namespace}/``: every blob of the store starts with it (layout
+    1: ``{root}``, which has no namespaces)."""
+    if layout == 1:
+        assert namespace is None, "layout 1 has no namespaces"
+        return root
     return f"{root}{MARKER}/{encode_namespace(namespace)}/"
+
+
+def is_session_blob(folder_path: str, name: str) -> bool:
+    """Whether ``name`` is one of the blobs the session at ``folder_path`` writes: a
+    segment ``{folder_path}/0000000000`` or an oversized batch ``{folder_path}/x/{hex}``."""
+    head = folder_path + "/"
+    return name.startswith(head) and _SESSION_BLOB.fullmatch(name, len(head)) is not None
+
+
+def legacy_folder(root: str, item_name: str) -> str | None:
+    """The folder of a listing entry directly under ``root`` that may hold a layout-1
+    session (``{root}{folder}/``, its folder a session-id encoding, not the marker)."""
+    if not item_name.startswith(root) or not item_name.endswith("/"):
+        return None
+    folder = item_name[len(root) : -1]
+    if not folder or folder == MARKER or "/" in folder:
+        return None
+    return folder if is_hashed(folder) or decode_folder(folder) is not None else None
 
 
 def normalize_root(prefix: str) -> str:

@@ -16,6 +16,7 @@ Every method has a native async twin (``aappend``, ``aread``, ...) on
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import AbstractContextManager
@@ -27,24 +28,42 @@ from chatkeep.core import LoopThread, Record
 
 from . import _read, _write
 from ._drivers import AsyncDriver, SyncDriver
-from ._operations import BlobMissing, Step, head, run_async, run_sync
-from ._state import Log, SessionCache, Unsettled, session_id_from_metadata
+from ._operations import (
+    BlobMissing,
+    OutcomeUnknown,
+    ServiceError,
+    Step,
+    head,
+    list_top,
+    run_async,
+    run_sync,
+)
+from ._state import ABSENT, Log, SessionCache, Unsettled, session_id_from_metadata
 from .config import SCHEME, Settings, parse_settings
 from .errors import AzureBlobConfigError
 from .faults import Where, mapped, translate
 from .layout import (
+    MARKER,
     decode_folder,
     encode_prefix,
     encode_session_id,
     is_hashed,
+    legacy_folder,
     segment_name,
     segment_number,
 )
 from .plugin import CAPABILITIES
 
-__all__ = ["AzureBlobStore"]
+__all__ = ["LEGACY_CHECK_PAGE", "LOGGER", "AzureBlobStore"]
 
 T = TypeVar("T")
+
+#: The plugin's logger: the layout-1 warning goes here.
+LOGGER = logging.getLogger("chatkeep.azure_blob")
+#: Entries of the one listing page the layout-1 check reads.
+LEGACY_CHECK_PAGE = 20
+#: At most this many folders of that page are confirmed (one Get Blob Properties each).
+LEGACY_CHECK_CONFIRM = 3
 
 
 class AzureBlobStore:
@@ -63,6 +82,11 @@ class AzureBlobStore:
       ``resend_check=`` (``"session"``, the default, or ``"recent"``: see the README);
     - ``namespace=``: the store's tenant (``acme``, ``acme/eu``): no handle reads, lists,
       forks into or deletes anything outside its own namespace, nested ones included;
+    - ``layout=``: ``2`` (the default) or ``1``, the blob names every release before
+      layout 2 wrote (no namespaces; see the README's *Upgrading from layout 1*). A
+      layout-2 handle that finds its namespace or a session empty checks once whether
+      layout-1 blobs sit under its prefix, and if so logs a warning: see
+      :meth:`legacy_layout_found`;
     - ``transport=`` / ``async_transport=``: custom azure-core transports (tests, proxies).
     """
 
@@ -89,6 +113,9 @@ class AzureBlobStore:
         self._sync: SyncDriver | None = None
         self._async: AsyncDriver | None = None
         self._loop = LoopThread("azure-blob")
+        # The layout-1 check: "due" until it ran (or is running), then its answer.
+        self._legacy_due = settings.layout == 2
+        self._legacy_found = False
 
     # -- description ------------------------------------------------------------------
 
@@ -101,6 +128,8 @@ class AzureBlobStore:
     def __repr__(self) -> str:
         settings = self._settings
         namespace = "" if settings.namespace is None else f" namespace={settings.namespace!r}"
+        if settings.layout != 2:
+            namespace += f" layout={settings.layout}"
         return (
             f"<AzureBlobStore {self.url}{namespace} endpoint={settings.endpoint!r} "
             f"auth={settings.auth!r}>"
@@ -113,7 +142,15 @@ class AzureBlobStore:
         seen = self._cache.seen(session_id)
         limits = self._settings.limits
         index = self._cache.index(session_id) if limits.resend_check == "session" else None
-        return Log(session_id, folder, seen, limits, self._settings.create_container, index)
+        return Log(
+            session_id,
+            folder,
+            seen,
+            limits,
+            self._settings.create_container,
+            index,
+            shared_folder=self._settings.layout == 1,
+        )
 
     def _sync_driver(self) -> SyncDriver:
         driver = self._sync
@@ -232,6 +269,8 @@ class AzureBlobStore:
                 _read.read(self._log(session_id), self._cache.cursor(session_id), start, stop)
             )
         self._cache.remember(session_id, cursor)
+        if cursor is ABSENT and self._legacy_due:
+            self._legacy_check_sync()
         return records
 
     async def aread(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
@@ -243,7 +282,95 @@ class AzureBlobStore:
                 _read.read(self._log(session_id), self._cache.cursor(session_id), start, stop)
             )
         self._cache.remember(session_id, cursor)
+        if cursor is ABSENT and self._legacy_due:
+            await self._legacy_check_async()
         return records
+
+    # -- the layout-1 check -----------------------------------------------------------
+
+    def legacy_layout_found(self) -> bool:
+        """Whether blobs of layout 1 (what releases before layout 2 wrote) sit directly
+        under this layout-2 handle's prefix, where it does not read them.
+
+        The check runs once per handle: on the first read that finds a session empty,
+        the first unfiltered listing that finds the namespace empty, or this call,
+        whichever comes first (one List Blobs request of :data:`LEGACY_CHECK_PAGE`
+        entries, plus one Get Blob Properties per folder it confirms, at most
+        :data:`LEGACY_CHECK_CONFIRM`). When it finds them it logs a warning on
+        :data:`LOGGER` naming ``layout=1`` and the migration. Always ``False`` on a
+        ``layout=1`` handle, and while the check has not run or could not reach the
+        service (it then runs again next time).
+        """
+        if self._legacy_due:
+            self._legacy_check_sync()
+        return self._legacy_found
+
+    async def alegacy_layout_found(self) -> bool:
+        """Async :meth:`legacy_layout_found`."""
+        if self._legacy_due:
+            await self._legacy_check_async()
+        return self._legacy_found
+
+    def _legacy_claim(self) -> bool:
+        """Take the check (``False`` if it ran or another call is running it)."""
+        with self._lock:
+            due, self._legacy_due = self._legacy_due, False
+            return due
+
+    def _legacy_check_sync(self) -> None:
+        if self._legacy_claim():
+            if self._settings.sync_available:
+                self._legacy_settle(self._run(self._legacy_step()))
+            else:
+                running = run_async(self._legacy_step(), self._async_driver().execute)
+                self._legacy_settle(self._loop.submit(running).result())
+
+    async def _legacy_check_async(self) -> None:
+        if self._legacy_claim():
+            if self._settings.async_available:
+                self._legacy_settle(await self._arun(self._legacy_step()))
+            else:
+                self._legacy_settle(await asyncio.to_thread(self._run, self._legacy_step()))
+
+    def _legacy_settle(self, found: bool | None) -> None:
+        """Record the check's answer (``None``: the service could not be reached, so the
+        check is due again) and warn once when layout-1 blobs were found."""
+        if found is None:
+            with self._lock:
+                self._legacy_due = True
+            return
+        self._legacy_found = found
+        if found:
+            LOGGER.warning(
+                "%s holds chatkeep sessions in blob layout 1 (written by releases before "
+                "layout 2), which this store does not read. Open it with the option "
+                "layout=1 to read them, or copy them to layout 2 once with "
+                "chatkeep.core.transfer.migrate(open_store(URL + '?layout=1'), "
+                "open_store(URL)) (URL with your credentials); see the chatkeep-azure-blob "
+                "README, 'Upgrading from layout 1'.",
+                self.url,
+            )
+
+    def _legacy_step(self) -> Step[bool | None]:
+        """One listing page directly under the prefix; a folder there that is a session-id
+        encoding (not ``chatkeep-v2``) and holds a segment 0 is a layout-1 session."""
+        root = self._settings.root
+        try:
+            names = yield from list_top(root, LEGACY_CHECK_PAGE)
+        except OutcomeUnknown:
+            return None
+        except ServiceError:  # no container, or no permission to list: nothing to say
+            return False
+        folders = [folder for folder in (legacy_folder(root, name) for name in names) if folder]
+        for folder in folders[:LEGACY_CHECK_CONFIRM]:
+            try:
+                yield from head(segment_name(root + folder, 0))
+            except OutcomeUnknown:
+                return None
+            except ServiceError:
+                continue  # a folder of something else (a nested store, other data)
+            return True
+        return False
 
     # -- optional capabilities --------------------------------------------------------
 
@@ -343,7 +470,9 @@ class AzureBlobStore:
         if not item_name.startswith(base):
             return None
         folder = item_name[len(base) : -1]
-        if is_hashed(folder):
+        if is_hashed(folder) or (folder == MARKER and self._settings.layout == 1):
+            # Layout 1: "chatkeep-v2/" is layout 2's tree unless a session of that name
+            # has a segment there (its metadata names it).
             return (folder,)
         session_id = decode_folder(folder)
         if session_id is None or (prefix and not session_id.startswith(prefix)):
@@ -370,21 +499,27 @@ class AzureBlobStore:
                 name_starts_with=self._listing_start(prefix), delimiter="/"
             )
         iterator = iter(pages)
+        listed = False
         while True:
             with self._errors(None, "list_sessions"):
                 try:
                     item = next(iterator)
                 except StopIteration:
+                    if not listed and not prefix and self._legacy_due:
+                        self._legacy_check_sync()
                     return
                 except AzureError as error:
                     translated = translate(error)
                     if isinstance(translated, BlobMissing):  # no container: no sessions
+                        if not listed and not prefix and self._legacy_due:
+                            self._legacy_check_sync()
                         return
                     raise translated from None
                 found = self._session_of(str(getattr(item, "name", "")), prefix)
                 if isinstance(found, tuple):
                     found = self._run(self._hashed_step(found[0], prefix))
             if found is not None:
+                listed = True
                 yield found
 
     async def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
@@ -402,21 +537,24 @@ class AzureBlobStore:
                 name_starts_with=self._listing_start(prefix), delimiter="/"
             )
         iterator = pages.__aiter__()
+        listed = False
         while True:
             with self._errors(None, "list_sessions"):
                 try:
                     item = await self._on_loop(iterator.__anext__())
-                except StopAsyncIteration:
+                except (StopAsyncIteration, AzureError) as error:
+                    if isinstance(error, AzureError):
+                        translated = translate(error)
+                        if not isinstance(translated, BlobMissing):
+                            raise translated from None
+                    if not listed and not prefix and self._legacy_due:
+                        await self._legacy_check_async()
                     return
-                except AzureError as error:
-                    translated = translate(error)
-                    if isinstance(translated, BlobMissing):
-                        return
-                    raise translated from None
                 found = self._session_of(str(getattr(item, "name", "")), prefix)
                 if isinstance(found, tuple):
                     found = await self._arun(self._hashed_step(found[0], prefix))
             if found is not None:
+                listed = True
                 yield found
 
     def close(self) -> None:
