@@ -297,8 +297,8 @@ def test_the_readme_upgrade_example_runs(
         pytest.skip("the example names the container 'chats' on the development account")
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     section = readme.split("## Upgrading from layout 1", 1)[1].split("\n## ", 1)[0]
-    _, _, rest = section.partition("<!-- run: azurite -->\n```python\n")
-    assert rest, "the example must be marked <!-- run: azurite -->"
+    _, marker, rest = section.partition("-->\n```python\n")
+    assert marker, "the example must follow its <!-- run: ... --> mark"
     code = rest.split("\n```", 1)[0]
     connection = blob_service.options["connection_string"]
     monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", connection)
