@@ -148,8 +148,10 @@ def _names(kinds: type | tuple[type, ...]) -> str:
 def parse_entry(data: bytes | Mapping[str, Any]) -> Message | Control:
     """Decode one record's data (bytes from a store, or an already parsed dict) into a
     :class:`Message` or a :class:`Control`. Raises ``ValueError`` on bad input."""
+    if type(data) is bytes and data.startswith(_MESSAGE_HEAD):
+        return decode_message(data)  # the codec's own output: the fast path
     if isinstance(data, (bytes, bytearray)):
-        if data.startswith(_MESSAGE_HEAD):  # the codec's own output: the fast path
+        if data.startswith(_MESSAGE_HEAD):
             return decode_message(bytes(data))
         try:
             raw: Any = json.loads(data)
