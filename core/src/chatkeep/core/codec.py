@@ -494,7 +494,7 @@ def _message_from_dict(raw: Mapping[str, Any], unpack: Convert = _unpack) -> Mes
                 "Message.to_dict()"
             )
         raise InvalidMessage(f"not a message: type {kind!r}")
-    role = get("role")
+    role: Any = get("role")
     plain = type(role) is str and role != ""  # the usual case: no Role to convert
     if not plain:
         if isinstance(role, Mapping):  # older MAF wrote {"type": "role", "value": "user"}
