@@ -119,6 +119,20 @@ def _keep_all(messages: Sequence[Message]) -> list[Message]:
 _HISTORY = MessageSource.CHAT_HISTORY.value
 
 
+def _with_id(message: Message, message_id: str) -> Message:
+    """``dataclasses.replace(message, message_id=...)``, cheaper for Message itself."""
+    if type(message) is not Message:
+        return replace(message, message_id=message_id)
+    return Message(
+        message.role,
+        message.contents,
+        message.author_name,
+        message_id,
+        message.additional_properties,
+        message.extra,
+    )
+
+
 def _tag_fresh(messages: list[Message], source_id: str) -> list[Message]:
     """Tag ``messages`` as loaded history, in place: only for messages no one else holds
     (what :meth:`HistoryProvider.invoking` just decoded). Each gets a new properties dict,
@@ -291,7 +305,7 @@ class HistoryProvider:
                 continue
             message = message.untagged()
             if message.message_id is None:
-                message = replace(message, message_id=new_id())
+                message = _with_id(message, new_id())
             assert message.message_id is not None
             seen.add(message.message_id)
             to_store.append(message)
