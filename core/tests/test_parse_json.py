@@ -89,3 +89,19 @@ def test_damaged_records_still_raise_invalid_message() -> None:
     for data in (b'{"type":"message"', b"\xff\xfe\x00", b"[" * 100_000):
         with pytest.raises(InvalidMessage):
             decode_message(data)
+
+
+def test_the_parser_is_imported_on_the_first_decode_not_with_the_core() -> None:
+    import subprocess
+    import sys
+
+    program = (
+        "import sys, chatkeep.core as core\n"
+        "before = 'msgspec' in sys.modules\n"
+        "core.decode_message(core.encode_message(core.Message.user('hi')))\n"
+        "print(before, 'msgspec' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["False", "True"]
