@@ -41,6 +41,7 @@ from chatkeep_bench.report import (
     format_backend,
     format_markdown,
     format_summary,
+    format_targets,
 )
 from chatkeep_bench.variants import AnyVariant, Unavailable
 from chatkeep_bench.workload import Settings
@@ -234,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         runner.close()
         shutil.rmtree(workdir, ignore_errors=True)
     print(format_summary(results))
+    print(format_targets(results))
     print(f"total {time.perf_counter() - started:.0f} s")
     if args.json:
         document = {

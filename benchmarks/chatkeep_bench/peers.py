@@ -201,9 +201,11 @@ class MafProvider(AsyncVariant):
         *,
         after: Callable[[Any], Awaitable[None]] | None = None,
         note: str = "",
+        elsewhere: bool = False,
     ) -> None:
         self.name = name
         self.note = note
+        self.elsewhere = elsewhere
         self._make = make
         self._after = after
         self._provider: Any = None

@@ -16,7 +16,14 @@ from typing import Any
 
 from .variants import AnyVariant, AsyncVariant, Unavailable
 
-__all__ = ["BackendResult", "Row", "format_backend", "format_markdown", "format_summary"]
+__all__ = [
+    "BackendResult",
+    "Row",
+    "format_backend",
+    "format_markdown",
+    "format_summary",
+    "format_targets",
+]
 
 
 @dataclass
@@ -28,6 +35,7 @@ class Row:
     kind: str
     mode: str
     note: str = ""
+    elsewhere: bool = False
     unavailable: str | None = None
     failure: str | None = None
     latency: dict[int, list[float]] = field(default_factory=dict)
@@ -40,7 +48,14 @@ class Row:
         if isinstance(variant, Unavailable):
             return cls(variant.name, variant.level, variant.kind, "", unavailable=variant.reason)
         mode = "async" if isinstance(variant, AsyncVariant) else "sync"
-        return cls(variant.name, variant.level, variant.kind, mode, note=variant.note)
+        return cls(
+            variant.name,
+            variant.level,
+            variant.kind,
+            mode,
+            note=variant.note,
+            elsewhere=variant.elsewhere,
+        )
 
     def median(self, length: int) -> float | None:
         """Median seconds per turn at ``length``."""
@@ -137,7 +152,7 @@ def _kib(value: int | None) -> str:
 
 
 def _label(row: Row) -> str:
-    level = "rec" if row.level == "records" else "msg"
+    level = {"records": "rec", "messages": "msg"}.get(row.level, "all")
     return f"{row.name[:44]:<44} {level} {row.mode or '':<5}"
 
 
@@ -260,3 +275,132 @@ def format_markdown(results: list[BackendResult], title: str) -> str:
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+# -- the targets (issues 12 and 18) -------------------------------------------------------
+
+#: chatkeep's messages-level turn may cost at most this many times the raw driver's.
+RAW_LIMIT = 1.3
+#: ... and must be at least this many times faster than the fastest peer on its backend.
+PEER_MARGIN = 1.5
+#: ... and grow less than this from the shortest to the longest history.
+FLAT_LIMIT = 1.3
+#: Full loads are judged from this length on (a load of 10 messages is mostly the call).
+FULL_FROM = 1000
+#: (backend, adapter row, the framework's own store): the adapter at least as fast.
+ADAPTER_PAIRS = [
+    ("sqlite", "chatkeep ChatkeepSession (Agents SDK)", "Agents SQLiteSession"),
+    ("redis", "chatkeep ChatkeepSession (Agents SDK)", "Agents RedisSession"),
+    ("redis", "MAF ChatkeepHistoryProvider (whole session)", "MAF RedisHistoryProvider"),
+    ("redis", "MAF ChatkeepHistoryProvider (max_messages=50)", "MAF RedisHistoryProvider"),
+]
+_TURN_ROWS = ("chatkeep HistoryProvider", "chatkeep read_view + append")
+_FULL_ROWS = ("chatkeep read_view (whole session)", "chatkeep aread_view (whole session)")
+
+
+def _verdict(ok: bool | None) -> str:
+    return {True: "met", False: "NOT MET", None: "n/a"}[ok]
+
+
+def _measured(result: BackendResult, name: str) -> Row | None:
+    for row in result.rows:
+        if row.name == name and not (row.unavailable or row.failure) and row.latency:
+            return row
+    return None
+
+
+def _ratios(row: Row, other: Row, lengths: tuple[int, ...]) -> dict[int, float]:
+    out = {}
+    for length in lengths:
+        mine, theirs = row.median(length), other.median(length)
+        if mine is not None and theirs:
+            out[length] = mine / theirs
+    return out
+
+
+def _cells(ratios: dict[int, float]) -> str:
+    return "  ".join(f"L={length:,} x{ratio:.2f}" for length, ratio in ratios.items())
+
+
+def format_targets(results: list[BackendResult]) -> str:
+    """Per backend, whether each speed target is met in this run: the messages-level
+    turns within ``RAW_LIMIT`` of raw, flat, ``PEER_MARGIN`` faster than the fastest peer
+    on the backend; full loads within ``RAW_LIMIT``; each adapter at least as fast as its
+    framework's own store. Ratios are medians of this one interleaved run."""
+    lines = ["", "== targets (median ratios of this run; lower is better)"]
+    for result in results:
+        if result.skipped:
+            continue
+        name = result.name
+        peers = [
+            row
+            for row in result.rows
+            if row.kind == "peer"
+            and row.level == "messages"
+            and not row.elsewhere
+            and _measured(result, row.name)
+        ]
+        for turn_name in _TURN_ROWS:
+            row = _measured(result, turn_name)
+            base = result.baseline(row) if row else None
+            if row is None or base is None:
+                continue
+            ratios = _ratios(row, base, result.lengths)
+            ok = all(ratio <= RAW_LIMIT for ratio in ratios.values()) if ratios else None
+            lines.append(
+                f"{name:<10} {turn_name} ({row.mode}) <= {RAW_LIMIT}x {base.name}: "
+                f"{_verdict(ok)}  {_cells(ratios)}"
+            )
+            medians = [row.median(length) for length in result.lengths]
+            if len(result.lengths) > 1 and medians[0] and medians[-1]:
+                growth = medians[-1] / medians[0]
+                lines.append(
+                    f"{name:<10} {turn_name} ({row.mode}) flat, < {FLAT_LIMIT}x from "
+                    f"L={result.lengths[0]:,} to L={result.lengths[-1]:,}: "
+                    f"{_verdict(growth < FLAT_LIMIT)}  x{growth:.2f}"
+                )
+            if peers:
+                margins = {}
+                for length in result.lengths:
+                    mine = row.median(length)
+                    fastest = min(
+                        (p.median(length) for p in peers if p.median(length)), default=None
+                    )
+                    if mine and fastest:
+                        margins[length] = fastest / mine
+                ok = all(m >= PEER_MARGIN for m in margins.values()) if margins else None
+                fastest_names = sorted(
+                    {
+                        min(peers, key=lambda p, n=length: p.median(n) or math.inf).name
+                        for length in margins
+                    }
+                )
+                lines.append(
+                    f"{name:<10} {turn_name} ({row.mode}) >= {PEER_MARGIN}x faster than the "
+                    f"fastest peer ({', '.join(fastest_names)}): {_verdict(ok)}  "
+                    + "  ".join(f"L={n:,} {m:.2f}x faster" for n, m in margins.items())
+                )
+        for full_name in _FULL_ROWS:
+            row = _measured(result, full_name)
+            base = result.baseline(row) if row else None
+            if row is None or base is None:
+                continue
+            ratios = _ratios(row, base, result.lengths)
+            judged = [ratio for length, ratio in ratios.items() if length >= FULL_FROM]
+            ok = all(ratio <= RAW_LIMIT for ratio in judged) if judged else None
+            lines.append(
+                f"{name:<10} {full_name} ({row.mode}) <= {RAW_LIMIT}x {base.name} "
+                f"from L={FULL_FROM:,}: {_verdict(ok)}  {_cells(ratios)}"
+            )
+        for backend, adapter_name, store_name in ADAPTER_PAIRS:
+            if backend != name:
+                continue
+            adapter, store = _measured(result, adapter_name), _measured(result, store_name)
+            if adapter is None or store is None:
+                continue
+            ratios = _ratios(adapter, store, result.lengths)
+            ok = all(ratio <= 1.0 for ratio in ratios.values()) if ratios else None
+            lines.append(
+                f"{name:<10} {adapter_name} <= 1.0x {store_name}: {_verdict(ok)}  {_cells(ratios)}"
+            )
+    return "\n".join(lines) + "\n"

@@ -22,6 +22,7 @@ from chatkeep.core import (
     HistoryProvider,
     Record,
     Store,
+    aread_view,
     encode_records,
     new_id,
     open_store,
@@ -34,6 +35,8 @@ __all__ = [
     "AsyncVariant",
     "ChatkeepAsyncStore",
     "ChatkeepBackend",
+    "ChatkeepFullLoad",
+    "ChatkeepFullLoadAsync",
     "ChatkeepHistoryProvider",
     "ChatkeepStore",
     "ChatkeepSyncMessages",
@@ -44,7 +47,7 @@ __all__ = [
     "batches",
 ]
 
-Level = Literal["records", "messages"]
+Level = Literal["records", "messages", "full"]
 Kind = Literal["raw", "chatkeep", "peer"]
 
 #: Records written per call while filling a history (fills are not measured).
@@ -75,6 +78,9 @@ class Variant:
     is_async = False
     #: One line shown under the table: what this row does that others do not.
     note: str = ""
+    #: A peer that does not keep its data on this backend (a file, memory): shown for
+    #: scale, never "the fastest peer on the same backend" of the targets.
+    elsewhere = False
 
     def open(self) -> None:
         """Connect, create tables; called once before anything else."""
@@ -107,6 +113,7 @@ class AsyncVariant:
     kind: Kind = "raw"
     is_async = True
     note: str = ""
+    elsewhere = False
 
     async def open(self) -> None:
         """Connect, create tables; called once before anything else."""
@@ -234,6 +241,23 @@ class ChatkeepSyncMessages(ChatkeepStore):
         return read_view(self.store, session_id, limit=WINDOW)
 
 
+class ChatkeepFullLoad(ChatkeepStore):
+    """The ``full`` level: a whole-session load, ``read_view(store, sid)`` (every message
+    of the view, decoded), and nothing else: a *turn* of this level appends nothing."""
+
+    level: Level = "full"
+
+    def __init__(self, url: str, options: dict[str, Any] | None = None) -> None:
+        super().__init__(url, options)
+        self.name = "chatkeep read_view (whole session)"
+
+    def turn(self, session_id: str, number: int) -> None:
+        read_view(self.store, session_id)
+
+    def load(self, session_id: str) -> object:
+        return read_view(self.store, session_id)
+
+
 class ChatkeepAsyncStore(AsyncVariant):
     """``open_store(url)`` on the asyncio path: ``aread(-50)`` + ``aappend``."""
 
@@ -313,3 +337,19 @@ def pool_sessions(length: int, budget: int, turns: int) -> tuple[int, int]:
     no more records than ``budget``."""
     sessions = max(1, min(turns, budget // max(length, 1)))
     return sessions, math.ceil(turns / sessions)
+
+
+class ChatkeepFullLoadAsync(ChatkeepAsyncStore):
+    """:class:`ChatkeepFullLoad` under ``await``: ``aread_view(store, sid)``."""
+
+    level: Level = "full"
+
+    def __init__(self, url: str, options: dict[str, Any] | None = None) -> None:
+        super().__init__(url, options)
+        self.name = "chatkeep aread_view (whole session)"
+
+    async def turn(self, session_id: str, number: int) -> None:
+        await aread_view(self.store, session_id)
+
+    async def load(self, session_id: str) -> object:
+        return await aread_view(self.store, session_id)

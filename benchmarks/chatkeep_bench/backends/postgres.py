@@ -22,6 +22,8 @@ from ..variants import (
     AsyncVariant,
     ChatkeepAsyncStore,
     ChatkeepBackend,
+    ChatkeepFullLoad,
+    ChatkeepFullLoadAsync,
     ChatkeepHistoryProvider,
     ChatkeepStore,
     ChatkeepSyncMessages,
@@ -63,6 +65,9 @@ class _Statements:
         # Newest first through the primary key, reversed in Python: one backward index scan.
         self.tail = sql.SQL(
             "SELECT message_id, data FROM {} WHERE session_id = %s ORDER BY seq DESC LIMIT %s"
+        ).format(name)
+        self.all = sql.SQL(
+            "SELECT message_id, data FROM {} WHERE session_id = %s ORDER BY seq"
         ).format(name)
         # One statement, so autocommit makes it atomic; the identity keeps writers apart.
         self.append = sql.SQL(
@@ -175,6 +180,31 @@ class RawPostgres(Variant):
             self._pool.close()
         if self._connection is not None:
             self._connection.close()
+
+
+class RawPostgresFull(RawPostgres):
+    """The ``full`` level: the whole session (``ORDER BY seq`` on the primary key), binary
+    rows, ``json.loads`` of each; no append."""
+
+    def __init__(self, url: str, schema: str, app: str) -> None:
+        super().__init__(url, schema, app, decode=True)
+        self.name = "raw psycopg + json (whole session)"
+        self.level = "full"
+        self._sql = _Statements(schema, "raw_full")
+
+    def _load_on(self, connection: Any, session_id: str) -> list[Any]:
+        rows = connection.cursor(binary=True).execute(self._sql.all, (session_id,)).fetchall()
+        return [json.loads(data) for _, data in rows]
+
+    def load(self, session_id: str) -> object:
+        return self._load_on(self._connection, session_id)
+
+    def turn(self, session_id: str, number: int) -> None:
+        if self._pool is None:
+            self._load_on(self._connection, session_id)
+        else:
+            with self._pool.connection() as connection:
+                self._load_on(connection, session_id)
 
 
 class RawPostgresAsync(AsyncVariant):
@@ -367,6 +397,9 @@ def setup(context: Context) -> BackendRun:
         RawPostgresAsync(url, schema, app, decode=True),
         ChatkeepHistoryProvider(chatkeep_url("p_")),
         ChatkeepSyncMessages(chatkeep_url("v_")),
+        RawPostgresFull(url, schema, app),
+        ChatkeepFullLoad(chatkeep_url("f_")),
+        ChatkeepFullLoadAsync(chatkeep_url("fa_")),
     ]
     if context.peers:
         variants += _peers(url, schema, app)

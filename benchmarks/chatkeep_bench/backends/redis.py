@@ -21,6 +21,8 @@ from ..variants import (
     AsyncVariant,
     ChatkeepAsyncStore,
     ChatkeepBackend,
+    ChatkeepFullLoad,
+    ChatkeepFullLoadAsync,
     ChatkeepHistoryProvider,
     ChatkeepStore,
     ChatkeepSyncMessages,
@@ -61,11 +63,15 @@ class RawRedis(Variant):
 
     kind: Kind = "raw"
 
-    def __init__(self, url: str, prefix: str, *, decode: bool) -> None:
+    def __init__(self, url: str, prefix: str, *, decode: bool, full: bool = False) -> None:
         self.name = "raw redis-py + json" if decode else "raw redis-py"
         self.level: Level = "messages" if decode else "records"
         self._url = url
         self._prefix = f"{prefix}raw{'json' if decode else ''}:"
+        self._first = -WINDOW
+        if full:  # the full level: LRANGE 0 -1 decoded, no append
+            self.name, self.level, decode = "raw redis-py + json (whole session)", "full", True
+            self._prefix, self._first = f"{prefix}rawfull:", 0
         self._decode = decode
         self._client: Any = None
 
@@ -84,13 +90,15 @@ class RawRedis(Variant):
             self._client.rpush(key, *values)
 
     def load(self, session_id: str) -> object:
-        elements = self._client.lrange(self._prefix + session_id, -WINDOW, -1)
+        elements = self._client.lrange(self._prefix + session_id, self._first, -1)
         if self._decode:
             return [json.loads(element) for element in elements]
         return elements
 
     def turn(self, session_id: str, number: int) -> None:
         self.load(session_id)
+        if self._first == 0:
+            return
         self._client.rpush(self._prefix + session_id, *_exchange(self._decode, number))
 
     def close(self) -> None:
@@ -103,11 +111,15 @@ class RawRedisAsync(AsyncVariant):
 
     kind: Kind = "raw"
 
-    def __init__(self, url: str, prefix: str, *, decode: bool) -> None:
+    def __init__(self, url: str, prefix: str, *, decode: bool, full: bool = False) -> None:
         self.name = "raw redis.asyncio + json" if decode else "raw redis.asyncio"
         self.level: Level = "messages" if decode else "records"
         self._url = url
         self._prefix = f"{prefix}rawa{'json' if decode else ''}:"
+        self._first = -WINDOW
+        if full:  # the full level: LRANGE 0 -1 decoded, no append
+            self.name, self.level, decode = "raw redis.asyncio + json (whole session)", "full", True
+            self._prefix, self._first = f"{prefix}rawafull:", 0
         self._decode = decode
         self._client: Any = None
 
@@ -126,13 +138,15 @@ class RawRedisAsync(AsyncVariant):
             await self._client.rpush(key, *values)
 
     async def load(self, session_id: str) -> object:
-        elements = await self._client.lrange(self._prefix + session_id, -WINDOW, -1)
+        elements = await self._client.lrange(self._prefix + session_id, self._first, -1)
         if self._decode:
             return [json.loads(element) for element in elements]
         return elements
 
     async def turn(self, session_id: str, number: int) -> None:
         await self.load(session_id)
+        if self._first == 0:
+            return
         await self._client.rpush(self._prefix + session_id, *_exchange(self._decode, number))
 
     async def close(self) -> None:
@@ -261,6 +275,10 @@ def setup(context: Context) -> BackendRun:
         RawRedisAsync(url, prefix, decode=True),
         ChatkeepHistoryProvider(provider_url),
         ChatkeepSyncMessages(view_url),
+        RawRedis(url, prefix, decode=True, full=True),
+        RawRedisAsync(url, prefix, decode=True, full=True),
+        ChatkeepFullLoad(_with_query(url, namespace=prefix + "ckf:")),
+        ChatkeepFullLoadAsync(_with_query(url, namespace=prefix + "ckfa:")),
     ]
     if context.peers:
         variants += _peers(url, prefix, client)

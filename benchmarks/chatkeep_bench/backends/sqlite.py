@@ -19,6 +19,8 @@ from ..peers import AgentsSessions, LangChainHistories, MafProvider, optional
 from ..variants import (
     AnyVariant,
     ChatkeepBackend,
+    ChatkeepFullLoad,
+    ChatkeepFullLoadAsync,
     ChatkeepHistoryProvider,
     ChatkeepStore,
     ChatkeepSyncMessages,
@@ -51,6 +53,7 @@ _APPEND_EXCHANGE = (
     "INSERT INTO messages (session_id, seq, message_id, data) "
     "SELECT ?1, seq + 1, ?2, ?3 FROM last UNION ALL SELECT ?1, seq + 2, ?4, ?5 FROM last"
 )
+_ALL = "SELECT message_id, data FROM messages WHERE session_id = ? ORDER BY seq"
 _LAST_SEQ = "SELECT coalesce(max(seq), -1) FROM messages WHERE session_id = ?"
 _INSERT = "INSERT INTO messages (session_id, seq, message_id, data) VALUES (?, ?, ?, ?)"
 
@@ -68,9 +71,12 @@ class RawSQLite(Variant):
 
     kind: Kind = "raw"
 
-    def __init__(self, path: Path, *, decode: bool) -> None:
+    def __init__(self, path: Path, *, decode: bool, full: bool = False) -> None:
         self.name = "raw sqlite3 + json" if decode else "raw sqlite3"
         self.level: Level = "messages" if decode else "records"
+        self._full = full
+        if full:  # the full level: the whole session decoded, no append
+            self.name, self.level, decode = "raw sqlite3 + json (whole session)", "full", True
         self._path = str(path)
         self._decode = decode
         self._local = threading.local()
@@ -120,6 +126,8 @@ class RawSQLite(Variant):
         ]
 
     def load(self, session_id: str) -> object:
+        if self._full:
+            return [json.loads(data) for _, data in self._connection().execute(_ALL, (session_id,))]
         rows = self._connection().execute(_TAIL, (session_id, WINDOW)).fetchall()
         rows.reverse()
         if self._decode:
@@ -128,6 +136,8 @@ class RawSQLite(Variant):
 
     def turn(self, session_id: str, number: int) -> None:
         self.load(session_id)
+        if self._full:
+            return
         (first_id, first), (second_id, second) = self._rows(number)
         self._connection().execute(
             _APPEND_EXCHANGE, (session_id, first_id, first, second_id, second)
@@ -181,6 +191,7 @@ def _peers(folder: Path, token: str) -> list[AnyVariant | Unavailable]:
             "MAF FileHistoryProvider (JSONL file)",
             lambda: FileHistoryProvider(folder / "maf"),
             note="a JSON Lines file per session, not SQLite; loads the whole file twice a turn",
+            elsewhere=True,
         )
 
     def maf_memory() -> AnyVariant:
@@ -190,6 +201,7 @@ def _peers(folder: Path, token: str) -> list[AnyVariant | Unavailable]:
             "MAF InMemoryHistoryProvider (no storage)",
             InMemoryHistoryProvider,
             note="a list in the session's state: no storage at all, for scale",
+            elsewhere=True,
         )
 
     return [
@@ -232,6 +244,9 @@ def setup(context: Context) -> BackendRun:
         RawSQLite(folder / "raw_json.db", decode=True),
         ChatkeepHistoryProvider(f"sqlite:///{folder / 'chatkeep_provider.db'}"),
         ChatkeepSyncMessages(f"sqlite:///{folder / 'chatkeep_view.db'}"),
+        RawSQLite(folder / "raw_full.db", decode=True, full=True),
+        ChatkeepFullLoad(f"sqlite:///{folder / 'chatkeep_full.db'}"),
+        ChatkeepFullLoadAsync(f"sqlite:///{folder / 'chatkeep_full_async.db'}"),
     ]
     if context.peers:
         variants += _peers(folder, context.token)

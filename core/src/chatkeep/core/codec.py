@@ -64,6 +64,7 @@ __all__ = [
     "encode_message",
     "message_from_dict",
     "message_to_dict",
+    "parse_json",
 ]
 
 MARKER = "__chatkeep__"
@@ -73,7 +74,52 @@ _MARKER_BYTES = b'"__chatkeep__"'
 _dumps = json.JSONEncoder(
     ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=True
 ).encode
-_loads = json.loads
+
+
+def _stdlib_loads(data: bytes | str) -> Any:
+    return json.loads(data)
+
+
+def _fast_loads() -> Callable[[bytes | str], Any]:
+    """The fastest exact JSON parser installed: msgspec's (a core dependency where it has
+    wheels), else the stdlib's. Imported on the first decode, not with the core."""
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - msgspec is a dependency on CPython
+        return _stdlib_loads
+    decode = msgspec.json.Decoder().decode
+
+    def loads(data: bytes | str) -> Any:
+        try:
+            return decode(data)
+        except Exception:
+            # What msgspec refuses (the NaN/Infinity tokens MAF's file store writes, lone
+            # surrogates, a BOM, UTF-16, 1e400, nesting past its limit, damage) the stdlib
+            # decides: its result, or its error. Where both accept a text, they agree
+            # (integers of any size included; orjson, for one, turns big ints into floats).
+            return json.loads(data)
+
+    return loads
+
+
+_parser: Callable[[bytes | str], Any] | None = None
+
+
+def parse_json(data: bytes | str) -> Any:
+    """Parse JSON exactly as ``json.loads`` does (the same values, the same errors:
+    ``json.JSONDecodeError``, ``UnicodeDecodeError``, ``RecursionError``), faster.
+
+    The codec's own parser, for adapters that read stored records without building
+    messages (``chatkeep.openai_agents`` decodes records straight into SDK items).
+    """
+    return (_parser or _init_parser())(data)
+
+
+def _init_parser() -> Callable[[bytes | str], Any]:
+    global _parser
+    _parser = _fast_loads()
+    return _parser
+
 
 #: The ``"float"`` tag's values (what ``float()`` parses back).
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -339,9 +385,13 @@ def _content_from_dict(raw: Mapping[str, Any], unpack: Convert = _unpack) -> Con
     # fields its type does not model (usually none: a C-speed set comparison says so).
     kind = raw.get("type")
     if kind == "text":
-        # len 2: "type" and "text" (anything else fails the _str check below)
-        extra = {} if len(raw) == 2 or raw.keys() <= _TEXT else _fields_in(raw, _TEXT, unpack)
-        return TextContent(_str(raw, "text"), _properties_in(raw, unpack), extra)
+        text = raw.get("text")
+        if type(text) is not str:
+            text = _str(raw, "text")
+        if len(raw) == 2:  # "type" and "text" only: the usual case
+            return TextContent(text, {}, {})
+        extra = {} if raw.keys() <= _TEXT else _fields_in(raw, _TEXT, unpack)
+        return TextContent(text, _properties_in(raw, unpack), extra)
     if kind == "function_call":
         extra = {} if raw.keys() <= _CALL else _fields_in(raw, _CALL, unpack)
         return FunctionCallContent(
@@ -433,7 +483,8 @@ _MESSAGE_TYPES = ("message", "chat_message")  # older MAF releases wrote "chat_m
 
 
 def _message_from_dict(raw: Mapping[str, Any], unpack: Convert = _unpack) -> Message:
-    kind = raw.get("type")  # not a mapping: AttributeError, reported by the caller
+    get = raw.get  # not a mapping: AttributeError, reported by the caller
+    kind = get("type")
     if kind not in _MESSAGE_TYPES:
         if kind is None:
             keys = ", ".join(sorted(map(str, raw))) or "none"
@@ -443,28 +494,42 @@ def _message_from_dict(raw: Mapping[str, Any], unpack: Convert = _unpack) -> Mes
                 "Message.to_dict()"
             )
         raise InvalidMessage(f"not a message: type {kind!r}")
-    role = raw.get("role")
-    if isinstance(role, Mapping):  # older MAF wrote {"type": "role", "value": "user"}
-        role = role.get("value")
-    if not isinstance(role, str) or not role:
-        raise InvalidMessage("message needs a non-empty string role")
-    contents = raw.get("contents", [])
-    if not isinstance(contents, list):
+    role: Any = get("role")
+    plain = type(role) is str and role != ""  # the usual case: no Role to convert
+    if not plain:
+        if isinstance(role, Mapping):  # older MAF wrote {"type": "role", "value": "user"}
+            role = role.get("value")
+        if not isinstance(role, str) or not role:
+            raise InvalidMessage("message needs a non-empty string role")
+    contents = get("contents", [])
+    if type(contents) is not list and not isinstance(contents, list):
         raise InvalidMessage("message contents must be a list")
-    author_name = raw.get("author_name")
+    author_name = get("author_name")
     if author_name is not None and not isinstance(author_name, str):
         raise InvalidMessage(f"message author_name must be a string, not {author_name!r}")
-    message_id = raw.get("message_id")
+    message_id = get("message_id")
     if message_id is not None and not isinstance(message_id, str):
         raise InvalidMessage(f"message message_id must be a string, not {message_id!r}")
-    return Message(
-        role,
-        [_content_from_dict(item, unpack) for item in contents],
-        author_name,
-        message_id,
-        _properties_in(raw, unpack),
-        {} if raw.keys() <= _MESSAGE_FIELDS else _fields_in(raw, _MESSAGE_FIELDS, unpack),
-    )
+    properties = get("additional_properties")
+    decoded = [_content_from_dict(item, unpack) for item in contents]
+    # {} is what the codec writes for no properties: no call for it
+    properties = {} if properties == {} else _properties_in(raw, unpack)
+    extra = {} if raw.keys() <= _MESSAGE_FIELDS else _fields_in(raw, _MESSAGE_FIELDS, unpack)
+    if not plain:
+        return Message(role, decoded, author_name, message_id, properties, extra)
+    # Every field is checked above: skip Message.__post_init__'s checks (a fifth of the
+    # cost of decoding a short message).
+    message: Message = _new(Message)
+    message.role = role
+    message.contents = decoded
+    message.author_name = author_name
+    message.message_id = message_id
+    message.additional_properties = properties
+    message.extra = extra
+    return message
+
+
+_new = object.__new__
 
 
 def message_from_dict(raw: Mapping[str, Any], *, tagged: bool = True) -> Message:
@@ -508,7 +573,7 @@ def decode_message(data: bytes) -> Message:
     :class:`~chatkeep.core.errors.InvalidMessage` (a ``ValueError``) on bad input; callers
     reading a store turn it into ``CorruptRecord`` with the record's position."""
     try:
-        raw = _loads(data)
+        raw = (_parser or _init_parser())(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidMessage(f"not JSON: {exc}") from None
     except RecursionError:

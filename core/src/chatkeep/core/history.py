@@ -25,7 +25,7 @@ from typing import Any
 from .codec import encode_message, message_to_dict
 from .errors import CorruptRecord
 from .ids import new_id
-from .messages import Message, MessageSource
+from .messages import ATTRIBUTION_KEY, Message, MessageSource
 from .plugins import open_store
 from .records import Record
 from .reducers import Reducer, ReducerTrigger, apply_reducer, drop_orphan_results, max_window
@@ -125,6 +125,34 @@ def _keep_request(store_context_messages: bool) -> MessageFilter:
 
 def _keep_all(messages: Sequence[Message]) -> list[Message]:
     return list(messages)
+
+
+_HISTORY = MessageSource.CHAT_HISTORY.value
+
+
+def _with_id(message: Message, message_id: str) -> Message:
+    """``dataclasses.replace(message, message_id=...)``, cheaper for Message itself."""
+    if type(message) is not Message:
+        return replace(message, message_id=message_id)
+    return Message(
+        message.role,
+        message.contents,
+        message.author_name,
+        message_id,
+        message.additional_properties,
+        message.extra,
+    )
+
+
+def _tag_fresh(messages: list[Message], source_id: str) -> list[Message]:
+    """Tag ``messages`` as loaded history, in place: only for messages no one else holds
+    (what :meth:`HistoryProvider.invoking` just decoded). Each gets a new properties dict,
+    as :meth:`Message.tagged` gives its copy."""
+    for message in messages:
+        properties = dict(message.additional_properties)
+        properties[ATTRIBUTION_KEY] = {"source_id": source_id, "source_type": _HISTORY}
+        message.additional_properties = properties
+    return messages
 
 
 class HistoryProvider:
@@ -247,7 +275,16 @@ class HistoryProvider:
             else:
                 self._loaded_view.save(session, list(history))
         history = self.output_filter(history)
-        tagged = [m.tagged(MessageSource.CHAT_HISTORY, self.source_id) for m in history]
+        if (
+            type(self).load is HistoryProvider.load
+            and self.reducer is None
+            and self.output_filter is _keep_all
+        ):
+            # The messages were decoded for this call and nothing else holds them: the
+            # tagged copies would be the only ones anyone sees, so tag these instead.
+            tagged = _tag_fresh(history, self.source_id)
+        else:
+            tagged = [m.tagged(MessageSource.CHAT_HISTORY, self.source_id) for m in history]
         return tagged + list(request_messages)
 
     async def invoked(
@@ -279,7 +316,7 @@ class HistoryProvider:
                 continue
             message = message.untagged()
             if message.message_id is None:
-                message = replace(message, message_id=new_id())
+                message = _with_id(message, new_id())
             assert message.message_id is not None
             seen.add(message.message_id)
             to_store.append(message)

@@ -46,6 +46,8 @@ class MemoryStore:
     capabilities: ClassVar[frozenset[str]] = frozenset(
         {"delete", "list_sessions", "close", "conditional", "namespace"}
     )
+    #: A dict lookup is far cheaper than a thread hop: run on the event loop under ``await``.
+    inline_hooks: ClassVar[frozenset[str]] = frozenset({"read", "append", "append_if"})
 
     def __init__(
         self, name: str | None = None, *, namespace: str | None = None, **unknown: Any

@@ -183,11 +183,14 @@ class Message:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if isinstance(self.role, Role):
-            self.role = self.role.value
-        if not isinstance(self.role, str) or not self.role:
-            raise TypeError(f"a message role must be a non-empty str, not {self.role!r}")
+        if type(self.role) is not str or not self.role:  # the usual case skips the checks
+            if isinstance(self.role, Role):
+                self.role = self.role.value
+            if not isinstance(self.role, str) or not self.role:
+                raise TypeError(f"a message role must be a non-empty str, not {self.role!r}")
         contents: Any = self.contents
+        if type(contents) is list:
+            return
         if isinstance(contents, str):
             self.contents = [TextContent(contents)]
         elif not isinstance(contents, list):
@@ -225,7 +228,21 @@ class Message:
         """A copy of this message tagged with ``source``; the original is not modified."""
         properties = dict(self.additional_properties)
         properties[ATTRIBUTION_KEY] = {"source_id": source_id, "source_type": source.value}
-        return replace(self, contents=list(self.contents), additional_properties=properties)
+        return self._copy(properties)
+
+    def _copy(self, properties: dict[str, Any]) -> Message:
+        """A copy with its own contents list and ``properties`` (``dataclasses.replace``,
+        without its cost for the class itself: a history load tags every message)."""
+        if type(self) is not Message:  # a subclass may add fields: let replace copy them
+            return replace(self, contents=list(self.contents), additional_properties=properties)
+        return Message(
+            self.role,
+            list(self.contents),
+            self.author_name,
+            self.message_id,
+            properties,
+            self.extra,
+        )
 
     def untagged(self) -> Message:
         """A copy without a source tag (or this message if it has none)."""
@@ -233,7 +250,7 @@ class Message:
             return self
         properties = dict(self.additional_properties)
         del properties[ATTRIBUTION_KEY]
-        return replace(self, contents=list(self.contents), additional_properties=properties)
+        return self._copy(properties)
 
     @classmethod
     def system(cls, text: str, **fields: Any) -> Message:

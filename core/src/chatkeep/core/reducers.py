@@ -207,9 +207,17 @@ def drop_orphan_results(messages: Sequence[Message]) -> list[Message]:
     calls: set[str] = set()
     out: list[Message] = []
     for message in messages:
-        calls |= _call_ids(message)
+        has_results = False
+        for content in message.contents:  # one pass, no sets: most messages are text
+            if isinstance(content, FunctionCallContent):
+                calls.add(content.call_id)
+            elif isinstance(content, FunctionResultContent):
+                has_results = True
+        if not has_results:
+            out.append(message)
+            continue
         results = _result_ids(message)
-        if results and not results <= calls:
+        if not results <= calls:
             kept = [
                 c
                 for c in message.contents

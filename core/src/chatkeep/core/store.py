@@ -13,9 +13,18 @@ the backend's ``capabilities`` class attribute, are ``delete(session_id)``,
 capabilities a backend declares when it honours a ``ttl=`` or ``namespace=`` option.
 
 :class:`Store` wraps a backend: it validates session ids and batches before the backend
-sees them, and lets sync and async callers use sync and async backends alike without ever
-blocking an event loop (a sync backend runs in a worker thread under ``await``; an async
-backend runs on a private loop thread under a blocking call).
+sees them, and lets sync and async callers use sync and async backends alike (a sync
+backend runs in a worker thread under ``await``; an async backend runs on a private loop
+thread under a blocking call).
+
+*Inline hooks*: a thread hop costs 50-150 µs, more than a local database's whole read of
+a window. A sync backend whose ``read``/``append``/``append_if`` are that short (local
+I/O only, no network; waits bounded by other writers' short transactions) names them in
+an ``inline_hooks`` class attribute, and ``await store.aread(...)`` then calls them
+directly on the event loop. The embedded SQLite and memory backends do. Set
+:attr:`Store.inline_hooks` to ``frozenset()`` to send every call to a worker thread
+instead (e.g. a SQLite file on a network filesystem, or an application whose loop must
+never wait for another process's write lock).
 """
 
 from __future__ import annotations
@@ -130,6 +139,10 @@ class Store:
         "_aread",
         "_backend",
         "_closed",
+        "_inline_append",
+        "_inline_append_if",
+        "_inline_hooks",
+        "_inline_read",
         "_loop",
         "_read",
         "capabilities",
@@ -164,6 +177,28 @@ class Store:
             raise TypeError(
                 f"{type(backend).__name__} declares 'conditional' but has no append_if() method"
             )
+        self.inline_hooks = frozenset(getattr(backend, "inline_hooks", ()))
+
+    @property
+    def inline_hooks(self) -> frozenset[str]:
+        """The sync hooks (of ``read``, ``append``, ``append_if``) that async calls run
+        directly on the event loop instead of in a worker thread: the backend's
+        ``inline_hooks`` declaration (see the module docstring). Assign
+        ``frozenset()`` to run them all in worker threads."""
+        return self._inline_hooks
+
+    @inline_hooks.setter
+    def inline_hooks(self, hooks: Iterable[str]) -> None:
+        hooks = frozenset(hooks)
+        unknown = hooks - {"read", "append", "append_if"}
+        if unknown:
+            raise ValueError(f"only read, append and append_if can run inline, not {unknown}")
+        self._inline_hooks = hooks
+        # Only a hook the backend has as a plain function runs inline (an async twin is
+        # awaited anyway).
+        self._inline_read = "read" in hooks and self._aread is None
+        self._inline_append = "append" in hooks and self._aappend is None
+        self._inline_append_if = "append_if" in hooks and self._aappend_if is None
 
     # -- introspection -------------------------------------------------------------------
 
@@ -225,7 +260,10 @@ class Store:
             await self._aappend(session_id, batch)
         else:
             assert self._append is not None
-            await asyncio.to_thread(self._append, session_id, batch)
+            if self._inline_append:
+                self._append(session_id, batch)
+            else:
+                await asyncio.to_thread(self._append, session_id, batch)
 
     def _conditional(self) -> None:
         if self._closed:
@@ -282,7 +320,10 @@ class Store:
             await self._aappend_if(session_id, batch, after)
         else:
             assert self._append_if is not None
-            await asyncio.to_thread(self._append_if, session_id, batch, after)
+            if self._inline_append_if:
+                self._append_if(session_id, batch, after)
+            else:
+                await asyncio.to_thread(self._append_if, session_id, batch, after)
 
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """Return the session's records in append order, sliced like ``log[start:stop]``.
@@ -311,7 +352,10 @@ class Store:
             result: list[Record] = await self._aread(session_id, start, stop)
         else:
             assert self._read is not None
-            result = await asyncio.to_thread(self._read, session_id, start, stop)
+            if self._inline_read:
+                result = self._read(session_id, start, stop)
+            else:
+                result = await asyncio.to_thread(self._read, session_id, start, stop)
         return result
 
     # -- optional capabilities ------------------------------------------------------------

@@ -193,8 +193,8 @@ def parse_entry(data: bytes | Mapping[str, Any]) -> Message | Control:
     :class:`Message` or a :class:`Control`. Raises ``ValueError`` on bad input.
 
     A message comes back without the core's storage time (see :func:`parse_stamped`)."""
-    if isinstance(data, (bytes, bytearray)) and data.startswith(MESSAGE_HEAD):
-        message = decode_message(bytes(data))  # the codec's own output: the fast path
+    if type(data) is bytes and data.startswith(MESSAGE_HEAD):
+        message = decode_message(data)  # the codec's own output: the fast path
         if STORED_AT_KEY in message.additional_properties:
             _take_stamp(message)
         return message
@@ -205,7 +205,7 @@ def parse_stamped(data: bytes | Mapping[str, Any]) -> tuple[Message | Control, s
     """:func:`parse_entry`, and the time the record was stored (ISO 8601) if it says."""
     if isinstance(data, (bytes, bytearray)):
         if data.startswith(MESSAGE_HEAD):  # the codec's own output: the fast path
-            message = decode_message(bytes(data))
+            message = decode_message(data if type(data) is bytes else bytes(data))
             return message, _take_stamp(message)
         try:
             raw: Any = json.loads(data)

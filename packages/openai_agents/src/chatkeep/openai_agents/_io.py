@@ -1,7 +1,9 @@
 """How the session's coroutines reach the store.
 
 Through the store's blocking API, in a worker thread: one thread hop per session call, as
-the SDK's own ``SQLiteSession`` does. Nothing then belongs to the caller's event loop, so
+the SDK's own ``SQLiteSession`` does; or, when every store hook a call makes is one the
+store runs inline (``Store.inline_hooks``: SQLite, memory), directly, since the hop would
+cost more than the call. Nothing then belongs to the caller's event loop, so
 the session works the same under ``Runner.run``, ``Runner.run_sync`` (which keeps one loop
 per thread), ``asyncio.run`` per call and loops a thread opens and closes itself. (A
 backend with only ``async def`` hooks runs on the store's own private loop thread.)
@@ -51,6 +53,12 @@ async def settled(operation: Awaitable[T]) -> T:
     return task.result()
 
 
-async def in_thread(function: Callable[..., T], *args: Any) -> T:
-    """``function(*args)`` in a worker thread (the default executor)."""
+async def in_thread(
+    store: Store, hooks: tuple[str, ...] | None, function: Callable[..., T], *args: Any
+) -> T:
+    """``function(*args)`` in a worker thread (the default executor), or right here when
+    the only store hooks it calls (``hooks``; ``None``: unknown or others too) are ones
+    ``store`` runs inline on an event loop anyway."""
+    if hooks is not None and store.inline_hooks.issuperset(hooks):
+        return function(*args)
     return await asyncio.to_thread(function, *args)

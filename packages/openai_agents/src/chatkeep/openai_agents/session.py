@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -23,7 +22,7 @@ from chatkeep.core import (
     open_store,
     read_view,
 )
-from chatkeep.core.codec import MARKER
+from chatkeep.core.codec import MARKER, parse_json
 from chatkeep.core.views._program import run
 
 from ._io import in_thread, session_lock, settled
@@ -51,8 +50,8 @@ def _item_of_record(record: Record) -> dict[str, Any] | None:
     if _TAGGED in record.data:
         return None
     try:
-        raw = json.loads(record.data)
-    except ValueError:
+        raw = parse_json(record.data)
+    except (ValueError, RecursionError):
         return None
     if not isinstance(raw, dict) or raw.get("message_id") not in (None, record.id):
         return None
@@ -142,7 +141,7 @@ class ChatkeepSession:
         count = _limit(limit, self.session_settings)
         if count == 0:
             return []
-        return await in_thread(self._read_items, count)
+        return await in_thread(self._store, ("read",), self._read_items, count)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append ``items`` to the history in one atomic store append (``[]``: nothing)."""
@@ -150,7 +149,9 @@ class ChatkeepSession:
         if not items:
             return
         records = self._records(items)
-        await settled(in_thread(self._store.append, self.session_id, records))
+        await settled(
+            in_thread(self._store, ("append",), self._store.append, self.session_id, records)
+        )
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest item from the history and return it (``None`` if empty).
@@ -160,7 +161,7 @@ class ChatkeepSession:
         pops never return the same item, whichever processes they run in.
         """
         self._check_open()
-        message = await settled(in_thread(self._pop))
+        message = await settled(in_thread(self._store, None, self._pop))
         if message is None:
             return None
         items = message_to_items(message)
@@ -170,7 +171,7 @@ class ChatkeepSession:
         """Remove every item of this session: erased from the store where it can
         ``delete`` (forks of it keep their history), otherwise hidden from the view."""
         self._check_open()
-        await settled(in_thread(self._clear))
+        await settled(in_thread(self._store, None, self._clear))
 
     # -- closing ---------------------------------------------------------------------------
 
@@ -208,7 +209,7 @@ class ChatkeepSession:
     async def get_messages(self, limit: int | None = None) -> list[Message]:
         """The same history as chatkeep messages (what ``chatkeep.core.read_view`` reads)."""
         self._check_open()
-        return await in_thread(self._read, limit)
+        return await in_thread(self._store, ("read",), self._read, limit)
 
     # -- the work, blocking or awaited --------------------------------------------------------
 

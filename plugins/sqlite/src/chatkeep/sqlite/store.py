@@ -128,9 +128,17 @@ class SQLiteStore:
     ``mode=ro`` handle's leave out ``delete`` and ``conditional``. A write to a file that was
     deleted or replaced since it was opened raises
     :class:`~chatkeep.sqlite.errors.DatabaseReplaced` with nothing stored.
+
+    Under ``await``, reads and appends run on the event loop itself (``inline_hooks``; a
+    worker thread would cost more than the call): a read of a window takes tens of
+    microseconds, an append one short transaction and its fsync, and either waits for
+    another process's write lock (at most ``timeout``) on the loop. Set the store's
+    ``inline_hooks = frozenset()`` to run them in worker threads instead.
     """
 
     capabilities: frozenset[str] = CAPABILITIES
+    #: Run on the event loop under ``await`` (see chatkeep.core.store, "Inline hooks").
+    inline_hooks: frozenset[str] = frozenset({"read", "append", "append_if"})
 
     def __init__(
         self,
