@@ -346,3 +346,27 @@ def test_record_without_message_id_takes_the_record_id() -> None:
 def test_encode_records_requires_ids() -> None:
     with pytest.raises(ValueError):
         encode_records([Message.user("no id")])
+
+
+def test_a_retried_save_is_a_no_op_despite_its_later_storage_time() -> None:
+    """The same messages saved again (a retry after an ambiguous failure) carry a later
+    ``chatkeep.stored_at``, so the store refuses them as a RecordConflict; the provider sees
+    that only the time differs and stores nothing new."""
+    import time
+
+    from chatkeep.core import RecordConflict
+
+    store = open_store("memory://")
+    provider = HistoryProvider(store)
+    session = AgentSession()
+    batch = [user("hello"), assistant("hi")]
+    asyncio.run(provider.save(session, batch))
+    first = store.read(session.session_id)
+    time.sleep(0.002)  # a later stamp, so the bytes really differ
+    asyncio.run(provider.save(session, batch))
+    assert store.read(session.session_id) == first
+    # A real collision (the same id, other content) still raises.
+    clash = Message.user("something else", message_id=batch[0].message_id)
+    with pytest.raises(RecordConflict):
+        asyncio.run(provider.save(session, [clash]))
+    assert store.read(session.session_id) == first

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from .codec import encode_message, message_to_dict
-from .errors import CorruptRecord
+from .errors import CorruptRecord, RecordConflict
 from .ids import new_id
 from .messages import ATTRIBUTION_KEY, Message, MessageSource
 from .plugins import open_store
@@ -32,13 +32,14 @@ from .reducers import Reducer, ReducerTrigger, apply_reducer, drop_orphan_result
 from .session import AgentSession, ProviderSessionState
 from .store import Store
 from .views import CORRUPT, Checkpoint, aread_view, build_view, decode_log
-from .views._control import STORED_AT_KEY, utc_stamp
+from .views._control import CONTROL_PREFIX, STORED_AT_KEY, utc_stamp
 
 __all__ = [
     "HistoryProvider",
     "InMemoryHistoryProvider",
     "MessageFilter",
     "Reducer",
+    "already_stored",
     "decode_records",
     "encode_records",
     "read_messages",
@@ -78,6 +79,51 @@ def decode_records(
             )
         messages.append(message)
     return messages
+
+
+#: How far back from a session's end :func:`already_stored` looks for a batch.
+RETRY_LOOKBACK = 256
+
+
+def _without_stamp(data: bytes) -> Any:
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(value, dict):
+        properties = value.get("additional_properties")
+        if isinstance(properties, dict) and STORED_AT_KEY in properties:
+            value["additional_properties"] = {
+                key: item for key, item in properties.items() if key != STORED_AT_KEY
+            }
+    return value
+
+
+async def already_stored(store: Store, session_id: str, records: Sequence[Record]) -> bool:
+    """Whether every message record of ``records`` is already among the last
+    ``len(records) + RETRY_LOOKBACK`` records of the session with the same data apart from
+    the core's storage time (``"chatkeep.stored_at"``).
+
+    This tells a retried save (same messages, a later time stamp, refused with
+    :class:`~chatkeep.core.errors.RecordConflict`) from a real id collision. Control
+    records (``chatkeep.*`` types: checkpoints and the like, fresh ids on every save) are
+    not looked for: a batch is stored whole or not at all, so its messages decide.
+    """
+    stored = {
+        record.id: record.data
+        for record in await store.aread(session_id, -(len(records) + RETRY_LOOKBACK))
+    }
+    matched = False
+    for record in records:
+        ours = _without_stamp(record.data)
+        kind = ours.get("type") if isinstance(ours, dict) else None
+        if isinstance(kind, str) and kind.startswith(CONTROL_PREFIX):
+            continue
+        theirs = stored.get(record.id)
+        if theirs is None or _without_stamp(theirs) != ours:
+            return False
+        matched = True
+    return matched
 
 
 def encode_records(messages: Iterable[Message], *, stored_at: str | None = None) -> list[Record]:
@@ -256,7 +302,13 @@ class HistoryProvider:
         records = encode_records(messages, stored_at=utc_stamp())
         if checkpoint is not None:
             records.append(checkpoint.to_record())
-        await self.store.aappend(session.session_id, records)
+        try:
+            await self.store.aappend(session.session_id, records)
+        except RecordConflict:
+            # A retry of a save that did land carries a later storage time, so the store
+            # sees the same ids with other bytes. That is still an exact retry: a no-op.
+            if not await already_stored(self.store, session.session_id, records):
+                raise
 
     # -- the lifecycle ----------------------------------------------------------------------
 
