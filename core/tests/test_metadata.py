@@ -291,6 +291,17 @@ def test_an_undo_past_the_bound_still_gives_a_true_lower_bound() -> None:
     assert info.messages <= exact == describe_session(store, "s", exact=True).messages
 
 
+def test_a_fork_of_a_long_session_is_bounded_across_the_fork_point() -> None:
+    store = Store(MemoryStore())
+    _long(store, "root", 2 * COUNT_WALK)
+    child = fork(store, "root", new_session_id="child")
+    chat(HistoryProvider(store), child, ("in the fork", "ok"))
+    info = describe_session(store, child)
+    assert not info.messages_exact and 2 < info.messages <= COUNT_WALK
+    exact = describe_session(store, child, exact=True)
+    assert exact.messages == len(read_view(store, child)) == 2 * COUNT_WALK + 2
+
+
 def test_exact_is_checked() -> None:
     store = Store(MemoryStore())
     chat(HistoryProvider(store), "s", ("hello", "hi"))
