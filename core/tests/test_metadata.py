@@ -14,6 +14,7 @@ import pytest
 from chatkeep.core import (
     AgentSession,
     CapabilityMissing,
+    CorruptRecord,
     HistoryProvider,
     InvalidOption,
     Message,
@@ -35,7 +36,7 @@ from chatkeep.core import (
     undo,
 )
 from chatkeep.core.memory import MemoryStore
-from chatkeep.core.metadata import HEAD, STORED_AT_KEY, TITLE_LENGTH
+from chatkeep.core.metadata import COUNT_WALK, HEAD, STORED_AT_KEY, TITLE_LENGTH
 from chatkeep.core.views import read_log
 from chatkeep.core.views._erase import TEMP_PREFIX
 
@@ -246,6 +247,98 @@ def test_describing_a_compacted_session_reads_a_bounded_number_of_records(
         assert info.messages == len(read_view(store, session_id)) == 10
     # Head, tail and the walk to the newest checkpoint: the same for 50 and 500 messages.
     assert costs[0] == costs[1] <= HEAD + 1 + 2 * 16
+
+
+def _long(store: Store, session_id: str, messages: int) -> None:
+    """A session of ``messages`` messages written in one batch (fast to build)."""
+    batch = [user(f"m{n}") if n % 2 == 0 else assistant(f"m{n}") for n in range(messages)]
+    store.append(session_id, encode_records(batch))
+
+
+def test_count_walk_is_bounded_and_reports_a_lower_bound(counting_store: MakeStore) -> None:
+    store, backend = counting_store()
+    _long(store, "big", 5 * COUNT_WALK)
+    backend.reads.clear()
+    info = describe_session(store, "big")
+    read = sum(returned for *_, returned in backend.reads)
+    assert not info.messages_exact
+    assert COUNT_WALK // 2 <= info.messages <= COUNT_WALK < 5 * COUNT_WALK
+    # Head, tail and the bounded walk (its slices may overshoot by one growth step).
+    assert read <= HEAD + 1 + 2 * COUNT_WALK
+    full = describe_session(store, "big", exact=True)
+    assert (full.messages, full.messages_exact) == (5 * COUNT_WALK, True)
+    assert full.title == info.title == "m0"
+
+
+def test_a_short_session_is_counted_exactly() -> None:
+    store = Store(MemoryStore())
+    _long(store, "s", COUNT_WALK - 10)
+    undo(store, "s")
+    info = describe_session(store, "s")
+    assert info.messages_exact
+    assert info.messages == len(read_view(store, "s"))
+
+
+def test_an_undo_past_the_bound_still_gives_a_true_lower_bound() -> None:
+    store = Store(MemoryStore())
+    _long(store, "s", 3 * COUNT_WALK)
+    chat(HistoryProvider(store), "s", ("late", "reply"))
+    # Retract everything back to message 100: the walk stops inside the retracted span.
+    undo(store, "s", (3 * COUNT_WALK + 2 - 100) // 2)
+    exact = len(read_view(store, "s"))
+    assert exact == 100
+    info = describe_session(store, "s")
+    assert info.messages <= exact == describe_session(store, "s", exact=True).messages
+
+
+def test_a_fork_of_a_long_session_is_bounded_across_the_fork_point() -> None:
+    store = Store(MemoryStore())
+    _long(store, "root", 2 * COUNT_WALK)
+    child = fork(store, "root", new_session_id="child")
+    chat(HistoryProvider(store), child, ("in the fork", "ok"))
+    info = describe_session(store, child)
+    assert not info.messages_exact and 2 < info.messages <= COUNT_WALK
+    exact = describe_session(store, child, exact=True)
+    assert exact.messages == len(read_view(store, child)) == 2 * COUNT_WALK + 2
+
+
+def test_exact_is_checked() -> None:
+    store = Store(MemoryStore())
+    chat(HistoryProvider(store), "s", ("hello", "hi"))
+    with pytest.raises(InvalidOption):
+        describe_session(store, "s", exact=1)  # type: ignore[arg-type]
+    with pytest.raises(InvalidOption):
+        asyncio.run(adescribe_session(store, "s", exact="yes"))  # type: ignore[arg-type]
+
+
+def _damage(store: Store, session_id: str) -> None:
+    """A record no chatkeep version wrote (another application's data)."""
+    store.append(session_id, [Record(id=new_id(), data=b"not json at all")])
+
+
+def test_a_damaged_session_is_listed_not_raised() -> None:
+    store = Store(MemoryStore())
+    _three_sessions(store)
+    _damage(store, "p-broken")
+    store.append("p-foreign", [Record(id=new_id(), data=b'{"some": "other app"}')])
+    with pytest.raises(CorruptRecord):
+        describe_session(store, "p-broken")  # a direct ask still raises
+    for newest_first in (True, False):
+        infos = {i.id: i for i in list_session_infos(store, newest_first=newest_first)}
+        assert set(infos) == {"p-a", "p-b", "p-c", "p-broken", "p-foreign"}
+        broken = infos["p-broken"]
+        assert broken.damaged is not None and "p-broken" in broken.damaged
+        assert (broken.messages, broken.messages_exact) == (0, False)
+        assert infos["p-foreign"].damaged is not None
+        assert all(
+            infos[k].damaged is None and infos[k].messages == 2 for k in ["p-a", "p-b", "p-c"]
+        )
+        ainfos = asyncio.run(_collect(store, newest_first))
+        assert {i.id: i for i in ainfos} == infos
+
+
+async def _collect(store: Store, newest_first: bool) -> list[SessionInfo]:
+    return [i async for i in alist_session_infos(store, newest_first=newest_first)]
 
 
 def test_async_describe_matches() -> None:

@@ -213,9 +213,38 @@ def test_a_damaged_session_is_listed_marked_and_the_others_still_show(
     assert code == 1
     rows = {line.split()[0]: line for line in out.splitlines()[1:]}
     assert set(rows) == {"good", "bad"} and out.splitlines()[-1].startswith("bad ")
-    assert rows["bad"].split()[1] == "?" and "(unreadable: not JSON" in rows["bad"]
+    assert rows["bad"].split()[1] == "?" and "damaged: corrupt record in session" in rows["bad"]
     assert err.startswith("chatkeep: warning: corrupt record in session 'bad' at position 0")
     code, out, _ = run(capsys, "sessions", "list", "--url", url, "--json")
     objects = {o["id"]: o for o in map(json.loads, out.splitlines())}
-    assert code == 1 and objects["bad"]["messages"] is None and "error" in objects["bad"]
+    assert code == 1
+    bad = objects["bad"]
+    assert (bad["messages"], bad["messages_exact"]) == (0, False)
+    assert bad["damaged"].startswith("corrupt record in session 'bad' at position 0")
     assert objects["good"]["messages"] == 2
+    assert objects["good"]["messages_exact"] is True and objects["good"]["damaged"] is None
+
+
+def test_a_long_session_shows_a_lower_bound_without_walking_it_all(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from chatkeep.core import Message, encode_records, new_id
+    from chatkeep.core.metadata import COUNT_WALK
+
+    store = open_store(url)
+    total = 2 * COUNT_WALK + 6
+    store.append(
+        "long", encode_records([Message.user(f"m{n}", message_id=new_id()) for n in range(total)])
+    )
+    code, out, _ = run(capsys, "sessions", "list", "--url", url)
+    assert code == 0
+    cells = out.splitlines()[1].split()
+    assert cells[0] == "long" and cells[1].endswith("+")
+    assert int(cells[1][:-1]) <= COUNT_WALK
+    code, out, _ = run(capsys, "sessions", "list", "--url", url, "--json")
+    row = json.loads(out)
+    assert row["messages_exact"] is False and row["messages"] <= COUNT_WALK
+    code, out, _ = run(capsys, "sessions", "show", "long", "--url", url, "--last", "1")
+    assert out.startswith(f"# long: {cells[1]} messages,")
+    code, out, _ = run(capsys, "sessions", "show", "long", "--url", url)
+    assert out.startswith(f"# long: {total} messages,")  # the whole view was read anyway

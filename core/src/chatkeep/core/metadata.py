@@ -30,12 +30,19 @@ Costs, per session described:
   :data:`HEAD`).
 - ``messages``: the view's own backward walk (undo, checkpoints and forks applied, as
   :func:`~chatkeep.core.views.read_view` sees it) with message records counted, not
-  decoded. The walk stops at the newest compaction checkpoint, so a session kept compacted
-  (a reducer with ``AFTER_MESSAGE_ADDED``, or :func:`~chatkeep.core.views.compact`) costs
-  O(records since that checkpoint + its ``keep`` window), whatever the transcript's length.
-  Without a checkpoint the walk reads the whole view's records (in growing slices: 10,000
-  records take four reads; a fork adds its parent's prefix the same way). That is the one
-  cost here that grows with the log; see the module's notes in ``core/README.md``.
+  decoded, over at most :data:`COUNT_WALK` records. The walk stops early at the start of
+  the log or at the newest compaction checkpoint, so a session kept compacted (a reducer
+  with ``AFTER_MESSAGE_ADDED``, or :func:`~chatkeep.core.views.compact`) is counted
+  exactly whatever the transcript's length. Past the bound the walk stops and ``messages``
+  is a lower bound (the messages found in those records), with ``messages_exact=False``;
+  ``describe_session(store, id, exact=True)`` walks the whole view instead (its cost grows
+  with the log).
+
+A damaged session (a record that is not a chatkeep record, a retract of a message not in
+the log, a fork whose parent lost its records) makes :func:`describe_session` raise
+:class:`~chatkeep.core.errors.CorruptRecord`; :func:`list_session_infos` lists it instead,
+with ``damaged`` set to the error's message, ``messages=0`` and ``messages_exact=False``,
+and goes on with the next session.
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
-from .errors import InvalidOption, SessionNotFound
+from .errors import CorruptRecord, InvalidOption, SessionNotFound
 from .messages import Message
 from .records import Record, check_session_id
 from .store import Store
@@ -58,6 +65,7 @@ from .views._program import Program, Read, arun, run
 from .views._walk import walk_chain
 
 __all__ = [
+    "COUNT_WALK",
     "HEAD",
     "STORED_AT_KEY",
     "TITLE_LENGTH",
@@ -72,6 +80,8 @@ __all__ = [
 HEAD = 8
 #: A title is at most this many characters (a longer one ends with ``"…"``).
 TITLE_LENGTH = 80
+#: At most this many records are walked back to count a view's messages (unless ``exact``).
+COUNT_WALK = 2000
 # A title follows forks to the conversation's root, but never further than this.
 _MAX_TITLE_DEPTH = 64
 
@@ -87,6 +97,12 @@ class SessionInfo:
     of the conversation's first user message on one line, at most :data:`TITLE_LENGTH`
     characters; ``None`` when none is found in the first :data:`HEAD` records. The title
     is the first one ever stored, even if that turn was undone since.
+
+    ``messages_exact``: ``False`` when ``messages`` is only a lower bound (the count's walk
+    stopped after :data:`COUNT_WALK` records; the CLI prints ``2000+``). ``damaged``:
+    ``None``, or, for a session :func:`list_session_infos` could not count (its
+    :class:`~chatkeep.core.errors.CorruptRecord`), that error's message; ``messages`` is
+    then 0 and ``messages_exact`` ``False``.
     """
 
     id: str
@@ -94,6 +110,33 @@ class SessionInfo:
     updated_at: datetime | None
     messages: int
     title: str | None
+    messages_exact: bool = True
+    damaged: str | None = None
+
+
+class _Bounded:
+    """A sink that passes at most ``bound`` records on to ``inner`` (a view counter)."""
+
+    skipping = False
+
+    def __init__(self, inner: ViewBuilder, bound: int) -> None:
+        self.inner = inner
+        self.remaining = bound
+        self.done = inner.done or bound <= 0
+        #: True when the walk stopped because the bound was reached.
+        self.cut = self.done and not inner.done
+
+    def wanted(self) -> int:
+        return self.inner.wanted()
+
+    def feed(self, record_id: str, data: bytes, session_id: str, position: int) -> None:
+        self.inner.feed(record_id, data, session_id, position)
+        self.skipping = self.inner.skipping
+        self.remaining -= 1
+        if self.inner.done:
+            self.done = True
+        elif self.remaining <= 0:
+            self.done = self.cut = True
 
 
 def _title(text: str) -> str | None:
@@ -156,7 +199,23 @@ def _title_program(session_id: str, head: list[Record]) -> Program[str | None]:
     return None
 
 
-def _describe_program(session_id: str) -> Program[SessionInfo]:
+def _count_program(session_id: str, exact: bool) -> Program[tuple[int, bool]]:
+    """The view's message count and whether it is exact (at most :data:`COUNT_WALK`
+    records walked unless ``exact``)."""
+    counter = ViewBuilder(count_only=True)
+    if exact:
+        yield from walk_chain(counter, session_id)
+        return len(counter.finish()), True
+    bounded = _Bounded(counter, COUNT_WALK)
+    yield from walk_chain(bounded, session_id)
+    if bounded.cut:
+        return counter.emitted, False
+    return len(counter.finish()), True
+
+
+def _describe_program(
+    session_id: str, exact: bool = False, listing: bool = False
+) -> Program[SessionInfo]:
     session_id = check_session_id(session_id)
     head: list[Record] = yield Read(session_id, 0, HEAD)
     if not head:
@@ -169,22 +228,36 @@ def _describe_program(session_id: str) -> Program[SessionInfo]:
         tail: list[Record] = yield Read(session_id, -1)
         last = tail[-1] if tail else head[-1]
     _, updated_at = _parse(last)
-    counter = ViewBuilder(count_only=True)
-    yield from walk_chain(counter, session_id)
-    count = len(counter.finish())
-    return SessionInfo(session_id, created_at, updated_at, count, title)
+    try:
+        count, count_exact = yield from _count_program(session_id, exact)
+    except CorruptRecord as error:
+        if not listing:
+            raise
+        return SessionInfo(
+            session_id, created_at, updated_at, 0, title, messages_exact=False, damaged=str(error)
+        )
+    return SessionInfo(session_id, created_at, updated_at, count, title, count_exact)
 
 
-def describe_session(store: Store, session_id: str) -> SessionInfo:
+def describe_session(store: Store, session_id: str, exact: bool = False) -> SessionInfo:
     """The :class:`SessionInfo` of one session. Raises
     :class:`~chatkeep.core.errors.SessionNotFound` when it has no records, and
-    :class:`~chatkeep.core.errors.CorruptRecord` when its view cannot be read."""
-    return run(store, _describe_program(session_id))
+    :class:`~chatkeep.core.errors.CorruptRecord` when its view cannot be read (within the
+    :data:`COUNT_WALK` records walked, or all of it with ``exact``).
+
+    ``exact=False`` (the default) counts the messages in at most :data:`COUNT_WALK` records
+    from the end (``messages_exact=False`` when that was not all of the view);
+    ``exact=True`` walks the whole view, a cost that grows with an uncompacted log."""
+    if type(exact) is not bool:
+        raise InvalidOption(f"exact must be a bool, not {exact!r}")
+    return run(store, _describe_program(session_id, exact))
 
 
-async def adescribe_session(store: Store, session_id: str) -> SessionInfo:
+async def adescribe_session(store: Store, session_id: str, exact: bool = False) -> SessionInfo:
     """Async :func:`describe_session`."""
-    return await arun(store, _describe_program(session_id))
+    if type(exact) is not bool:
+        raise InvalidOption(f"exact must be a bool, not {exact!r}")
+    return await arun(store, _describe_program(session_id, exact))
 
 
 def _check_listing(prefix: object, limit: object, newest_first: object) -> None:
@@ -233,7 +306,8 @@ def list_session_infos(
     ``newest_first=False``: the store's listing order, streamed, each session described as
     it comes, stopping after ``limit``: the cost is that of the sessions shown.
 
-    Errors in the arguments and a store without ``list_sessions``
+    A damaged session is listed with ``damaged`` set (see :class:`SessionInfo`), never
+    raised. Errors in the arguments and a store without ``list_sessions``
     (:class:`~chatkeep.core.errors.CapabilityMissing`) raise at the call. A session deleted
     while the listing runs is left out.
     """
@@ -250,7 +324,7 @@ def _in_order(store: Store, ids: Iterator[str], limit: int | None) -> Iterator[S
     shown = 0
     for session_id in ids:
         try:
-            info = describe_session(store, session_id)
+            info = run(store, _describe_program(session_id, listing=True))
         except SessionNotFound:
             continue
         yield info
@@ -267,7 +341,7 @@ def _newest(store: Store, ids: Iterator[str], limit: int | None) -> Iterator[Ses
             _keep(ranked, (_updated_key(tail), session_id), limit)
     for _key, session_id in sorted(ranked, reverse=True):
         try:
-            yield describe_session(store, session_id)
+            yield run(store, _describe_program(session_id, listing=True))
         except SessionNotFound:
             continue
 
@@ -294,7 +368,7 @@ async def _alisting(
         shown = 0
         async for session_id in ids:
             try:
-                info = await adescribe_session(store, session_id)
+                info = await arun(store, _describe_program(session_id, listing=True))
             except SessionNotFound:
                 continue
             yield info
@@ -309,6 +383,6 @@ async def _alisting(
             _keep(ranked, (_updated_key(tail), session_id), limit)
     for _key, session_id in sorted(ranked, reverse=True):
         try:
-            yield await adescribe_session(store, session_id)
+            yield await arun(store, _describe_program(session_id, listing=True))
         except SessionNotFound:
             continue

@@ -67,6 +67,12 @@ class ViewBuilder:
         self._count_only = count_only
 
     @property
+    def emitted(self) -> int:
+        """How many view messages were found so far (a lower bound of the view's length
+        while the walk is not over: a stopped walk never takes one back)."""
+        return len(self._out)
+
+    @property
     def skipping(self) -> bool:
         """Whether the walk is inside a retracted span."""
         return self._skip_to is not None

@@ -18,7 +18,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from chatkeep.core import (
-    CorruptRecord,
     DataContent,
     FunctionCallContent,
     FunctionResultContent,
@@ -37,7 +36,7 @@ from chatkeep.core import (
 from chatkeep.core import delete_session as core_delete_session
 from chatkeep.core.metadata import SessionInfo, describe_session, list_session_infos
 from chatkeep.core.urls import redact_text
-from chatkeep.core.views import LogEntry, list_conversations, read_log
+from chatkeep.core.views import LogEntry, read_log
 
 from .stores import StoreChoice, open_store_for
 
@@ -143,38 +142,11 @@ def _iso(value: object) -> str | None:
     return str(value)
 
 
-class _Unreadable:
-    """A listed session whose records could not be read: shown with ``?``, not dropped."""
-
-    def __init__(self, session_id: str, error: CorruptRecord) -> None:
-        self.id = session_id
-        self.created_at: datetime | None = None
-        self.updated_at: datetime | None = None
-        self.messages = "?"
-        self.title = f"(unreadable: {error.reason})"
-        self.error = error
-
-
-def _infos(store: Store, prefix: str | None, limit: int | None) -> list[Any]:
-    """Newest first. One damaged session does not hide the others: it is listed last,
-    marked, and reported on stderr."""
-    try:
-        return list(list_session_infos(store, prefix=prefix, limit=limit, newest_first=True))
-    except CorruptRecord:
-        pass
-    readable: list[SessionInfo] = []
-    broken: list[_Unreadable] = []
-    for session_id in list_conversations(store, prefix):
-        try:
-            readable.append(describe_session(store, session_id))
-        except SessionNotFound:
-            continue  # deleted while listing
-        except CorruptRecord as error:
-            broken.append(_Unreadable(session_id, error))
-    floor = datetime.min.replace(tzinfo=timezone.utc)
-    readable.sort(key=lambda i: (i.updated_at or floor, i.id), reverse=True)
-    rows: list[Any] = [*readable, *broken]
-    return rows if limit is None else rows[:limit]
+def _messages_cell(info: SessionInfo) -> str:
+    """``8``; ``2000+`` for a lower bound (a long uncompacted session); ``?`` when damaged."""
+    if info.damaged is not None:
+        return "?"
+    return str(info.messages) if info.messages_exact else f"{info.messages}+"
 
 
 def _short(text: str | None, width: int = 50) -> str:
@@ -194,10 +166,10 @@ def list_sessions(
     """``sessions list``: newest first, ``ID  MESSAGES  UPDATED  TITLE``, JSON Lines, or
     (``quiet``) the ids alone."""
     with _store(choice, read_only=True) as store:
-        infos = _infos(store, prefix, limit)
-    damaged = [info for info in infos if isinstance(info, _Unreadable)]
-    for info in damaged:
-        print(f"chatkeep: warning: {redact_text(str(info.error))}", file=sys.stderr)
+        infos = list(list_session_infos(store, prefix=prefix, limit=limit, newest_first=True))
+    damaged = {info.id: redact_text(info.damaged) for info in infos if info.damaged is not None}
+    for reason in damaged.values():
+        print(f"chatkeep: warning: {reason}", file=sys.stderr)
     code = 1 if damaged else 0
     if quiet:
         for info in infos:
@@ -205,21 +177,28 @@ def list_sessions(
         return code
     if as_json:
         for info in infos:
-            unreadable = isinstance(info, _Unreadable)
             row = {
                 "id": info.id,
-                "messages": None if unreadable else info.messages,
+                "messages": info.messages,
+                "messages_exact": info.messages_exact,
                 "created_at": _iso(info.created_at),
                 "updated_at": _iso(info.updated_at),
-                "title": None if unreadable else info.title,
+                "title": info.title,
+                "damaged": damaged.get(info.id),
             }
-            if unreadable:
-                row["error"] = redact_text(str(info.error))
             print(json.dumps(row, ensure_ascii=False))
         return code
     from .output import print_table
 
-    rows = [(i.id, str(i.messages), _when(i.updated_at), _short(i.title)) for i in infos]
+    rows = [
+        (
+            i.id,
+            _messages_cell(i),
+            _when(i.updated_at),
+            _short(f"damaged: {damaged[i.id]}") if i.id in damaged else _short(i.title),
+        )
+        for i in infos
+    ]
     print_table(("ID", "MESSAGES", "UPDATED", "TITLE"), rows)
     return code
 
@@ -255,7 +234,7 @@ def show_session(
                     print(f"{where} ({entry.kind}) {_short_json(fields, 200)}")
             return 0
         view = read_view(store, session_id, limit=last)
-        header = _header(store, session_id)
+        header = _header(store, session_id, len(view) if last is None else None)
     if as_json:
         dicts = [message_to_dict(m) for m in view]
         print(json.dumps(dicts, ensure_ascii=False, indent=2, default=repr))
@@ -266,11 +245,13 @@ def show_session(
     return 0
 
 
-def _header(store: Store, session_id: str) -> str:
-    """``# ID: N messages, created ..., updated ...``."""
+def _header(store: Store, session_id: str, count: int | None) -> str:
+    """``# ID: N messages, created ..., updated ...`` (``N+``: at least N, for a long
+    session shown with ``--last``; ``count``: the view's length when it was read whole)."""
     info = describe_session(store, session_id)
+    shown = _messages_cell(info) if count is None else str(count)
     return (
-        f"# {session_id}: {info.messages} messages, created {_when(info.created_at)}, "
+        f"# {session_id}: {shown} messages, created {_when(info.created_at)}, "
         f"updated {_when(info.updated_at)}"
     )
 

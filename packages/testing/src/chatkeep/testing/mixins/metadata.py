@@ -2,8 +2,10 @@
 
 The core keeps it with the two hooks only (storage times inside the records it writes, the
 view's own walk for the count), so it must work unchanged on every backend: these tests
-prove it on the one under test, and that describing a long compacted session reads a
-bounded number of records. :class:`SessionListingTests` needs ``list_sessions``.
+prove it on the one under test, that describing a long compacted session reads a
+bounded number of records, that an uncompacted one is counted within
+:data:`~chatkeep.core.metadata.COUNT_WALK` records (a lower bound past it), and that a
+damaged session is listed, not raised. :class:`SessionListingTests` needs ``list_sessions``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 
 from chatkeep.core import (
     AgentSession,
+    CorruptRecord,
     HistoryProvider,
     Message,
     Record,
@@ -31,7 +34,7 @@ from chatkeep.core import (
     read_view,
     undo,
 )
-from chatkeep.core.metadata import STORED_AT_KEY
+from chatkeep.core.metadata import COUNT_WALK, HEAD, STORED_AT_KEY
 
 from ..checks import new_session_id
 from ._base import ConformanceBase
@@ -114,6 +117,21 @@ class SessionMetadataTests(ConformanceBase):
         assert info.created_at == datetime(2026, 1, 1, tzinfo=timezone.utc)
         assert counting.returned <= 64, f"read {counting.returned} records of {_LONG + 1}"
 
+    def test_an_uncompacted_long_session_is_counted_within_the_bound(
+        self, chatkeep_store: Store
+    ) -> None:
+        session_id = new_session_id("meta-uncompacted")
+        total = COUNT_WALK + 50
+        messages = [Message.user(f"m{n}", message_id=f"m{n:05d}") for n in range(total)]
+        chatkeep_store.append(session_id, encode_records(messages, stored_at="2026-01-01"))
+        counting = _CountingReads(chatkeep_store)
+        info = describe_session(Store(counting), session_id)
+        assert not info.messages_exact and 0 < info.messages <= COUNT_WALK
+        # Head, tail, and slices that may overshoot the bound by one growth step.
+        assert counting.returned <= HEAD + 1 + 2 * COUNT_WALK, counting.returned
+        exact = describe_session(chatkeep_store, session_id, exact=True)
+        assert (exact.messages, exact.messages_exact) == (total, True)
+
 
 def _prefix() -> str:
     return f"ck-meta-{uuid.uuid4().hex}-"
@@ -136,3 +154,23 @@ class SessionListingTests(ConformanceBase):
         assert sorted(i.id for i in ordered) == sorted(i.id for i in newest)
         one = list(list_session_infos(chatkeep_store, prefix=prefix, newest_first=False, limit=1))
         assert len(one) == 1 and one[0] in ordered
+
+    def test_a_damaged_session_is_listed_not_raised(self, chatkeep_store: Store) -> None:
+        prefix = _prefix()
+        _turns(chatkeep_store, prefix + "good", "fine")
+        chatkeep_store.append(prefix + "bad", [Record(new_id(), b"not a chatkeep record")])
+        with pytest.raises(CorruptRecord):
+            describe_session(chatkeep_store, prefix + "bad")
+        for newest_first in (True, False):
+            infos = {
+                i.id: i
+                for i in list_session_infos(
+                    chatkeep_store, prefix=prefix, newest_first=newest_first
+                )
+            }
+            assert set(infos) == {prefix + "good", prefix + "bad"}
+            bad = infos[prefix + "bad"]
+            assert bad.damaged is not None and repr(prefix + "bad") in bad.damaged
+            assert (bad.messages, bad.messages_exact) == (0, False)
+            good = infos[prefix + "good"]
+            assert (good.damaged, good.messages, good.messages_exact) == (None, 2, True)
