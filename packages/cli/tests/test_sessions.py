@@ -219,3 +219,22 @@ def test_a_damaged_session_is_listed_marked_and_the_others_still_show(
     objects = {o["id"]: o for o in map(json.loads, out.splitlines())}
     assert code == 1 and objects["bad"]["messages"] is None and "error" in objects["bad"]
     assert objects["good"]["messages"] == 2
+
+
+def test_a_backends_store_not_found_is_the_clis_one_line_store_missing(
+    tmp_path: object, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI catches the core's StoreNotFound, not a plugin's class: with its own SQLite
+    pre-check out of the way, the real backend's DatabaseNotFound (a StoreNotFound) is
+    still one line, and no file is created."""
+    from pathlib import Path
+
+    from chatkeep.cli import stores
+
+    missing = Path(str(tmp_path)) / "gone.db"
+    monkeypatch.setattr(stores, "_sqlite_file", lambda url: None)
+    code, _, err = run(capsys, "sessions", "list", "--url", f"sqlite:///{missing}")
+    assert code == 2
+    assert err.startswith("chatkeep: error: no store at sqlite:///") and "does not exist" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not missing.exists()
