@@ -42,6 +42,7 @@ from chatkeep.core import (
     verify,
 )
 from chatkeep.core import transfer as transfer_module
+from chatkeep.core.metadata import list_session_infos
 from chatkeep.testing.samples import BINARY_PAYLOADS, HOSTILE_ID_FRAGMENTS, HOSTILE_RECORD_IDS
 from chatkeep.testing.servers import (  # noqa: F401  (fixtures)
     azure_url,
@@ -173,6 +174,20 @@ def test_migrate_between_every_pair_of_backends(
         assert read_view(destination, session_id) == read_view(source, session_id)
     assert migrate(source, destination) == TransferStats(len(original), 0, records, 0)
     assert verify(source, destination) == []
+
+
+def test_a_fork_migrated_alone_brings_its_parent_and_lists_on_the_destination(
+    sources: Callable[[str], Store], opener: Opener
+) -> None:
+    source = sources("sqlite")
+    destination = opener("postgres")
+    stats = migrate(source, destination, sessions=["branch"])
+    assert sorted(destination.list_sessions()) == ["branch", "chat"]
+    assert stats.sessions == 2
+    assert stats.records_copied == len(source.read("chat")) + len(source.read("branch"))
+    assert read_view(destination, "branch") == read_view(source, "branch")
+    listed = {info.id: info.messages for info in list_session_infos(destination)}
+    assert listed == {"chat": len(read_view(source, "chat")), "branch": 5}
 
 
 HOSTILE_SESSIONS = sorted(set(HOSTILE_ID_FRAGMENTS))

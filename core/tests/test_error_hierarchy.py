@@ -44,3 +44,27 @@ def test_errors_are_defined_in_errors_py_and_listed_there() -> None:
     from chatkeep.core.tools import ToolError
 
     assert EncodeError is errors.EncodeError and ToolError is errors.ToolError
+
+
+def test_read_only_and_missing_store_errors_are_core_types_that_pickle() -> None:
+    import pickle
+
+    from chatkeep import core
+    from chatkeep.core import backend
+
+    for name in ("ReadOnlyStore", "StoreNotFound"):
+        assert getattr(core, name) is getattr(backend, name) is getattr(errors, name)
+    read_only = errors.ReadOnlyStore("postgres", "append")
+    assert isinstance(read_only, errors.CapabilityMissing)
+    assert (read_only.backend, read_only.capability, read_only.operation) == (
+        "postgres",
+        "append",
+        "append",
+    )
+    assert "read-only" in str(read_only) and "append" in str(read_only)
+    missing = errors.StoreNotFound("store 'x' does not exist")
+    assert isinstance(missing, errors.StoreUnavailable)
+    for error in (read_only, missing):
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error) and str(copy) == str(error)
+    assert pickle.loads(pickle.dumps(read_only)).operation == "append"

@@ -43,6 +43,7 @@ from chatkeep.core import (
 from chatkeep.core import transfer as transfer_module
 from chatkeep.core.errors import CapabilityMissing
 from chatkeep.core.memory import MemoryStore
+from chatkeep.core.metadata import list_session_infos
 from chatkeep.core.views import TEMP_PREFIX
 
 #: The ``counting_store`` fixture of conftest.py: ``store, backend = counting_store()``.
@@ -336,6 +337,64 @@ def test_the_cores_temporary_sessions_are_left_out_and_named_sessions_are_export
     target = open_store("memory://")
     migrate(store, target)
     assert sorted(target.list_sessions()) == ["keep", "other"]
+
+
+def forked_three_levels() -> Store:
+    """``chat`` forked into ``branch``, ``branch`` forked into ``twig``, each with its own
+    turn, and an unrelated ``other``."""
+    store = open_store("memory://")
+    store.append("chat", encode_records([Message.user("Hi", message_id=new_id())]))
+    fork(store, "chat", new_session_id="branch")
+    store.append("branch", encode_records([Message.user("Oslo?", message_id=new_id())]))
+    fork(store, "branch", new_session_id="twig")
+    store.append("twig", encode_records([Message.user("Bergen?", message_id=new_id())]))
+    store.append("other", [Record("o", b"unrelated")])
+    return store
+
+
+def test_a_named_fork_is_migrated_with_its_ancestors_counted_and_verified() -> None:
+    source = forked_three_levels()
+    target = open_store("memory://")
+    seen: list[TransferProgress] = []
+    stats = migrate(source, target, sessions=["twig"], progress=seen.append)
+    assert sorted(target.list_sessions()) == ["branch", "chat", "twig"]
+    assert stats.sessions == 3
+    assert stats.records_copied == sum(len(source.read(s)) for s in ("chat", "branch", "twig"))
+    assert {p.sessions_total for p in seen} == {3}
+    order = [p.session_id for p in seen]
+    assert order.index("chat") < order.index("branch") < order.index("twig")  # ancestors first
+    assert read_view(target, "twig") == read_view(source, "twig")
+    assert [m.text for m in read_view(target, "twig")] == ["Hi", "Oslo?", "Bergen?"]
+    assert {info.id for info in list_session_infos(target)} == {"chat", "branch", "twig"}
+    # Verification covers the ancestors: a parent altered in the destination is found.
+    target.delete("chat")
+    target.append("chat", [Record("x", b"not the parent")])
+    mismatches = verify(source, target, sessions=["twig"])
+    assert [m.session_id for m in mismatches] == ["chat"]
+
+
+def test_a_named_fork_is_exported_with_its_ancestors_and_imports_whole() -> None:
+    source = forked_three_levels()
+    text = exported(source, sessions=["branch", "twig", "chat"])
+    sessions = [line["session"] for line in lines_of(text)[1:-1]]
+    assert list(dict.fromkeys(sessions)) == ["chat", "branch", "twig"]  # once each
+    assert lines_of(text)[-1]["sessions"] == 3
+    target = open_store("memory://")
+    assert import_jsonl(target, io.StringIO(text)).sessions == 3
+    assert read_view(target, "twig") == read_view(source, "twig")
+    alone = exported(source, sessions=["branch"])
+    assert list(dict.fromkeys(line["session"] for line in lines_of(alone)[1:-1])) == [
+        "chat",
+        "branch",
+    ]
+
+
+def test_a_fork_whose_parent_is_gone_is_copied_alone() -> None:
+    source = forked_three_levels()
+    source.delete("chat")  # raw delete: branch dangles in the source already
+    target = open_store("memory://")
+    assert migrate(source, target, sessions=["branch"]).sessions == 1
+    assert target.read("branch") == source.read("branch")
 
 
 def test_a_named_session_without_records_is_not_found_before_anything_is_written() -> None:

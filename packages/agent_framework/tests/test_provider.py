@@ -726,3 +726,30 @@ def test_the_tail_memory_is_bounded_and_versioned() -> None:
     memory.put("d", tail)  # another save in between
     memory.put("d", tail, version=version)  # a save that read the older version
     assert memory.get("d") == (None, -1)  # forgets rather than remembers a partial tail
+
+
+def test_saved_messages_carry_their_storage_time_and_read_back_unchanged(
+    provider: ChatkeepHistoryProvider, sid: str
+) -> None:
+    from datetime import datetime, timezone
+
+    from chatkeep.core.metadata import STORED_AT_KEY, describe_session
+
+    sent = [
+        Message("user", ["hello"], message_id="maf-6", additional_properties={"mine": [1, "two"]}),
+        Message("assistant", ["hi"], message_id="maf-7"),
+    ]
+    before_save = datetime.now(timezone.utc)
+    run(provider.save_messages(sid, sent))
+    after_save = datetime.now(timezone.utc)
+    records = provider.store.read(sid)
+    assert len(records) == 2
+    assert all(f'"{STORED_AT_KEY}"'.encode() in record.data for record in records)
+    info = describe_session(provider.store, sid)
+    assert info.created_at is not None and info.updated_at is not None
+    assert before_save <= info.created_at <= info.updated_at <= after_save
+    assert info.messages == 2 and info.title == "hello"
+    back = run(provider.get_messages(sid))
+    assert [m.to_dict() for m in back] == [m.to_dict() for m in sent]
+    fresh = ChatkeepHistoryProvider(store=provider.store)  # no tail cached: from the store
+    assert [m.to_dict() for m in run(fresh.get_messages(sid))] == [m.to_dict() for m in sent]

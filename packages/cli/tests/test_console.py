@@ -345,6 +345,49 @@ def test_migrate_names_a_missing_source(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+LOSSY_BACKEND = Path(__file__).resolve().parent / "lossy_backend"
+
+
+def lossy_env(tmp_path: Path) -> dict[str, str]:
+    """An environment whose ``chatkeep`` finds the ``lossy://`` test backend: its module
+    and a dist-info directory with its entry point, on ``PYTHONPATH`` (no install)."""
+    site = tmp_path / "site"
+    info = site / "lossy_store-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: lossy-store\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[chatkeep]\nlossy = lossy_store\n")
+    shutil.copy(LOSSY_BACKEND / "lossy_store.py", site / "lossy_store.py")
+    return env_without_store(PYTHONPATH=str(site))
+
+
+def test_migrate_exits_1_naming_the_sessions_that_differ_and_no_secret(
+    tmp_path: Path,
+) -> None:
+    source = f"sqlite:///{tmp_path / 'chats.db'}"
+    store = open_store(source)
+    for session_id in ("damaged-a", "intact", "damaged-b"):
+        messages = [Message.user(f"hello from {session_id}", message_id=f"{session_id}-1")]
+        store.append(session_id, encode_records(messages))
+    store.close()
+    secret = "pw-9f3c1e7a"
+    result = chatkeep(
+        "migrate",
+        source,
+        f"lossy://ada:{secret}@vault.example/main",
+        cwd=tmp_path,
+        env=lossy_env(tmp_path),
+    )
+    assert result.returncode == 1, result.stderr
+    assert "damaged-a" in result.stderr and "damaged-b" in result.stderr
+    assert "intact" not in result.stderr.replace("sqlite:///", "")
+    assert "2 sessions differ between the source and the destination" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert secret not in result.stdout + result.stderr
+    # The same migration into an honest store passes: the exit 1 came from the damage.
+    clean = chatkeep("migrate", source, f"sqlite:///{tmp_path / 'copy.db'}", cwd=tmp_path)
+    assert clean.returncode == 0, clean.stderr
+
+
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A schema of its own on the real PostgreSQL (dropped afterwards)."""

@@ -248,3 +248,22 @@ def test_a_long_session_shows_a_lower_bound_without_walking_it_all(
     assert out.startswith(f"# long: {cells[1]} messages,")
     code, out, _ = run(capsys, "sessions", "show", "long", "--url", url)
     assert out.startswith(f"# long: {total} messages,")  # the whole view was read anyway
+
+
+def test_a_backends_store_not_found_is_the_clis_one_line_store_missing(
+    tmp_path: object, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI catches the core's StoreNotFound, not a plugin's class: with its own SQLite
+    pre-check out of the way, the real backend's DatabaseNotFound (a StoreNotFound) is
+    still one line, and no file is created."""
+    from pathlib import Path
+
+    from chatkeep.cli import stores
+
+    missing = Path(str(tmp_path)) / "gone.db"
+    monkeypatch.setattr(stores, "_sqlite_file", lambda url: None)
+    code, _, err = run(capsys, "sessions", "list", "--url", f"sqlite:///{missing}")
+    assert code == 2
+    assert err.startswith("chatkeep: error: no store at sqlite:///") and "does not exist" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not missing.exists()

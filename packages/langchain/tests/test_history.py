@@ -267,3 +267,27 @@ def test_object_stores(backend: str, request: pytest.FixtureRequest, sid: str) -
         assert history.messages == []
     finally:
         history.close()
+
+
+def test_added_messages_carry_their_storage_time_and_read_back_equal(
+    history: ChatkeepChatMessageHistory, store: Store
+) -> None:
+    from datetime import datetime, timezone
+
+    from chatkeep.core.metadata import STORED_AT_KEY, describe_session
+
+    before = datetime.now(timezone.utc)
+    history.add_messages(THREE)
+    after = datetime.now(timezone.utc)
+    records = store.read(history.session_id)
+    assert len(records) == 3
+    assert all(f'"{STORED_AT_KEY}"'.encode() in record.data for record in records)
+    info = describe_session(store, history.session_id)
+    assert info.created_at is not None and info.updated_at is not None
+    assert before <= info.created_at <= info.updated_at <= after
+    assert info.messages == 3
+    assert history.messages == THREE
+    assert ChatkeepChatMessageHistory(history.session_id, store=store).messages == THREE
+    assert all(
+        STORED_AT_KEY not in m.additional_properties for m in read_view(store, history.session_id)
+    )

@@ -265,3 +265,28 @@ def test_repr_names_no_secret() -> None:
         assert "topsecret" not in repr(session)
         assert "ChatkeepSession('s'" in repr(session)
         session.close()
+
+
+async def test_added_items_carry_their_storage_time_and_read_back_equal(
+    session: ChatkeepSession, store: Store
+) -> None:
+    from datetime import datetime, timezone
+
+    from chatkeep.core.metadata import STORED_AT_KEY, describe_session
+
+    items = [user("hi"), assistant("hello")]
+    before = datetime.now(timezone.utc)
+    await session.add_items(items)  # type: ignore[arg-type]
+    after = datetime.now(timezone.utc)
+    records = store.read(session.session_id)
+    assert len(records) == 2
+    assert all(f'"{STORED_AT_KEY}"'.encode() in record.data for record in records)
+    info = describe_session(store, session.session_id)
+    assert info.created_at is not None and info.updated_at is not None
+    assert before <= info.created_at <= info.updated_at <= after
+    assert info.messages == 2 and info.title == "hi"
+    assert await session.get_items() == items
+    assert await session.get_items(limit=1) == items[1:]
+    assert await ChatkeepSession(session.session_id, store=store).get_items() == items
+    messages = await session.get_messages()
+    assert all(STORED_AT_KEY not in m.additional_properties for m in messages)

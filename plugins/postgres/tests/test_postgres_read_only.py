@@ -190,5 +190,8 @@ def test_mode_is_not_passed_to_libpq(postgres_url: str) -> None:
 def test_the_error_survives_pickling() -> None:
     error = pickle.loads(pickle.dumps(ReadOnlyStore("append")))
     assert isinstance(error, ReadOnlyStore) and error.action == "append"
+    from chatkeep.core import ReadOnlyStore as CoreReadOnlyStore
+
+    assert isinstance(error, CoreReadOnlyStore) and error.operation == "append"
     assert str(error) == str(ReadOnlyStore("append"))
     assert "append is refused" in str(error)

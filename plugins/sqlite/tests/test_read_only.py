@@ -279,6 +279,7 @@ def test_a_file_the_user_cannot_write(shared_dir: Path, journal_mode: str, where
 
 def test_the_errors_cross_process_boundaries() -> None:
     """They pickle (a worker process's error re-raised in its parent keeps type and text)."""
+    from chatkeep.core import errors as core_errors
     from chatkeep.sqlite.errors import DatabaseReplaced
 
     for error in (
@@ -290,3 +291,9 @@ def test_the_errors_cross_process_boundaries() -> None:
         assert type(copy) is type(error)
         assert str(copy) == str(error)
         assert "/data/chats.db" in str(copy)
+    # The core's types, so callers need not know the backend.
+    assert isinstance(DatabaseNotFound("/d.db", "ro"), core_errors.StoreNotFound)
+    assert isinstance(DatabaseNotFound("/d.db", "ro"), FileNotFoundError)
+    read_only = pickle.loads(pickle.dumps(ReadOnlyStore("/d.db", "append")))
+    assert isinstance(read_only, core_errors.ReadOnlyStore)
+    assert read_only.operation == "append" and read_only.backend == "sqlite"

@@ -23,7 +23,9 @@ from .errors import (
     CapabilityMissing,
     CorruptRecord,
     InvalidOption,
+    ReadOnlyStore,
     RecordConflict,
+    StoreNotFound,
     StoreUnavailable,
 )
 from .faults import ErrorMap
@@ -71,9 +73,11 @@ __all__ = [
     "InvalidOption",
     "LoopThread",
     "Program",
+    "ReadOnlyStore",
     "Record",
     "RecordConflict",
     "RegisterBackend",
+    "StoreNotFound",
     "StoreUnavailable",
     "arun_program",
     "check_namespace",

@@ -23,11 +23,13 @@ __all__ = [
     "InvalidSessionId",
     "MessageNotFound",
     "PluginError",
+    "ReadOnlyStore",
     "RecordConflict",
     "SessionExists",
     "SessionMismatch",
     "SessionNotFound",
     "StoreClosed",
+    "StoreNotFound",
     "StoreUnavailable",
     "ToolError",
     "ToolLoopLimit",
@@ -187,6 +189,34 @@ class StoreUnavailable(ChatkeepError, ConnectionError):
     When raised from ``append``, the batch is either fully stored or not at all; retrying the
     same call is safe (same-batch retries are idempotent).
     """
+
+
+class ReadOnlyStore(CapabilityMissing):
+    """A write (``append``, ``append_if``, ``delete``, ...) on a handle opened read-only
+    (``mode=ro``): nothing was written. A :class:`CapabilityMissing` (a read-only handle does
+    not offer writing), raised by every backend that takes ``mode=ro``; backends may raise a
+    subclass with more detail (``chatkeep.sqlite.ReadOnlyStore`` names the file).
+
+    ``backend`` and ``operation`` (also ``capability``) say which handle refused what.
+    """
+
+    def __init__(self, backend: str, operation: str) -> None:
+        super().__init__(backend, operation)
+        self.operation = operation
+        self.args = (backend, operation)  # what __init__ takes, so the error pickles
+
+    def __str__(self) -> str:
+        return (
+            f"this {self.backend!r} store was opened read-only (mode=ro): {self.operation} is "
+            "refused and nothing was written; open it without mode=ro to write"
+        )
+
+
+class StoreNotFound(StoreUnavailable):
+    """The store to open does not exist, and the handle was asked not to create it (a
+    read-only or ``mode=rw`` open of a missing SQLite file, say). Nothing was created. A
+    :class:`StoreUnavailable`; the message names what is missing (never a secret).
+    Backends may raise a subclass (``chatkeep.sqlite.DatabaseNotFound``)."""
 
 
 class SessionNotFound(ChatkeepError, LookupError):

@@ -57,7 +57,7 @@ from .records import Record, check_records, check_session_id
 from .store import Store
 from .views._log import list_conversations
 from .views._program import run
-from .views._walk import probe_length
+from .views._walk import fork_of, probe_length
 
 __all__ = [
     "FORMAT_VERSION",
@@ -184,11 +184,45 @@ def _named(store: Store, sessions: Iterable[str]) -> list[str]:
     return named
 
 
+def _ancestors(store: Store, session_id: str) -> list[str]:
+    """The sessions ``session_id``'s view reads from, root first: the parent named by its
+    fork record (its first record), that parent's parent, and so on. A parent that holds no
+    records (erased without making its forks self-contained) ends the chain: there is
+    nothing of it to copy."""
+    chain: list[str] = []
+    seen = {session_id}
+    current = session_id
+    while True:
+        first = store.read(current, 0, 1)
+        fork = fork_of(current, first[0]) if first else None
+        if fork is None:
+            break
+        parent: str = fork["parent"]
+        if parent in seen or not store.read(parent, 0, 1):
+            break
+        seen.add(parent)
+        chain.append(parent)
+        current = parent
+    chain.reverse()
+    return chain
+
+
+def _with_ancestors(store: Store, named: list[str]) -> list[str]:
+    """The named sessions, each preceded by the sessions its forks read from (once each)."""
+    ordered: dict[str, None] = {}
+    for session_id in named:
+        for ancestor in _ancestors(store, session_id):
+            ordered.setdefault(ancestor)
+        ordered.setdefault(session_id)
+    return list(ordered)
+
+
 def _sessions(store: Store, sessions: Iterable[str] | None) -> tuple[Iterator[str], int | None]:
-    """The sessions to go through, and how many (``None``: listed lazily, not counted)."""
+    """The sessions to go through, and how many (``None``: listed lazily, not counted).
+    Named sessions come with their forks' ancestors (:func:`_with_ancestors`)."""
     if sessions is None:
         return list_conversations(store), None
-    named = _named(store, sessions)
+    named = _with_ancestors(store, _named(store, sessions))
     return iter(named), len(named)
 
 
@@ -239,8 +273,9 @@ def export_jsonl(
     :param store: an open store.
     :param out: a text stream (a file opened with ``"w"``, ``sys.stdout``, ``io.StringIO``).
     :param sessions: the ids to export (each must hold records, else
-        :class:`~chatkeep.core.errors.SessionNotFound`); ``None``: every conversation of the
-        store (needs the ``list_sessions`` capability).
+        :class:`~chatkeep.core.errors.SessionNotFound`), with the sessions their forks read
+        from; ``None``: every conversation of the store (needs the ``list_sessions``
+        capability).
     :param progress: called with a :class:`TransferProgress` after each page.
     :returns: the :class:`TransferStats` (every record exported counts as copied).
     """
@@ -566,12 +601,16 @@ def verify(
 
     :param source: the store copied from.
     :param destination: the store copied to (sessions only it holds are not looked at).
-    :param sessions: the ids to compare; ``None``: every conversation of ``source``.
+    :param sessions: the ids to compare, with the sessions their forks read from in
+        ``source``; ``None``: every conversation of ``source``.
     :returns: one :class:`SessionMismatch` per session that differs (``[]``: all equal).
     """
     if isinstance(sessions, (str, bytes)):
         raise TypeError("sessions must be an iterable of session ids, not a single string")
-    ids = list_conversations(source) if sessions is None else iter(sessions)
+    if sessions is None:
+        ids: Iterable[str] = list_conversations(source)
+    else:
+        ids = _with_ancestors(source, [check_session_id(s) for s in sessions])
     found = []
     for session_id in ids:
         mismatch = _compare(source, destination, session_id)
@@ -602,7 +641,8 @@ def migrate(
 
     :param source: the store to copy from (not changed).
     :param destination: the store to copy into.
-    :param sessions: the ids to copy (each must hold records); ``None``: every conversation.
+    :param sessions: the ids to copy (each must hold records), with the sessions their
+        forks read from (copied first); ``None``: every conversation.
     :param progress: called with a :class:`TransferProgress` after each page.
     :param verify: compare each session after copying it.
     :returns: the :class:`TransferStats`.

@@ -23,7 +23,7 @@ from typing import Any
 from agent_framework import Content as MafContent
 from agent_framework import Message as MafMessage
 
-from chatkeep.core import Message, Record, encode_message, message_from_dict, new_id
+from chatkeep.core import Message, Record, encode_records, message_from_dict, new_id
 from chatkeep.core.codec import content_to_dict
 
 __all__ = ["FRAMEWORK_MESSAGE_ID", "from_maf", "to_maf", "to_record"]
@@ -46,11 +46,14 @@ def from_maf(message: MafMessage, message_id: str) -> Message:
     return converted
 
 
-def to_record(message: MafMessage) -> Record:
-    """A record (fresh chatkeep id) holding MAF ``message``. Raises
-    :class:`~chatkeep.core.EncodeError` for a value that cannot be stored losslessly."""
-    record_id = new_id()
-    return Record(record_id, encode_message(from_maf(message, record_id)))
+def to_record(message: MafMessage, *, stored_at: str | None = None) -> Record:
+    """A record (fresh chatkeep id) holding MAF ``message``, with ``stored_at`` (an ISO 8601
+    time, see :mod:`chatkeep.core.metadata`) under the reserved ``additional_properties``
+    key ``"chatkeep.stored_at"`` (taken out again on reading: ``to_maf`` of the record's
+    message equals ``message``). Raises :class:`~chatkeep.core.EncodeError` for a value
+    that cannot be stored losslessly."""
+    (record,) = encode_records([from_maf(message, new_id())], stored_at=stored_at)
+    return record
 
 
 def to_maf(message: Message, *, assign_id: bool = True) -> MafMessage:

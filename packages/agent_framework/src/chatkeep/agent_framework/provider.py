@@ -19,6 +19,7 @@ from chatkeep.core import (
     open_store,
 )
 from chatkeep.core.reducers import drop_orphan_results
+from chatkeep.core.views._control import utc_stamp
 
 from .convert import FRAMEWORK_MESSAGE_ID, to_maf, to_record
 from .tail import KEPT, KnownTail, TailMemory
@@ -150,7 +151,8 @@ class ChatkeepHistoryProvider(HistoryProvider):
         incoming = tail.new_messages(incoming)
         if not incoming:
             return
-        records = [to_record(message) for message in incoming]
+        stamp = utc_stamp()  # when they were stored, for chatkeep.core.metadata
+        records = [to_record(message, stored_at=stamp) for message in incoming]
         try:
             await self.store.aappend(session, records)
         except BaseException:

@@ -22,6 +22,7 @@ from pathlib import Path
 from chatkeep.core import (
     ChatkeepError,
     Store,
+    StoreNotFound,
     UnknownBackend,
     backends,
     open_store,
@@ -170,7 +171,9 @@ def open_store_for(choice: StoreChoice, *, read_only: bool = False) -> Store:
     """Open the chosen store; ``read_only`` for commands that must never create or write.
 
     Raises :class:`BadStoreUrl` for a bare path or an unknown scheme, and, with
-    ``read_only``, :class:`StoreMissing` for a SQLite file that does not exist.
+    ``read_only``, :class:`StoreMissing` for a SQLite file that does not exist, or for
+    any backend's :class:`~chatkeep.core.StoreNotFound` (the core type, whichever backend
+    raises it: a file removed after the check, a wrapper's missing inner store).
     """
     _current.set(choice)
     check_url(choice)
@@ -189,3 +192,7 @@ def open_store_for(choice: StoreChoice, *, read_only: bool = False) -> Store:
         return open_store(url)
     except UnknownBackend as error:  # a wrapper's inner scheme
         raise BadStoreUrl(f"{error} ({URL_EXAMPLES})") from None
+    except StoreNotFound as error:
+        raise StoreMissing(
+            f"no store at {redact_url(url)} (from {choice.source}): {error}"
+        ) from None

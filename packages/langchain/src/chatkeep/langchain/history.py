@@ -18,13 +18,14 @@ from chatkeep.core import (
     ViewError,
     check_session_id,
     delete_session,
-    encode_message,
+    encode_records,
     new_id,
     open_store,
     read_view,
 )
 from chatkeep.core.codec import MARKER
 from chatkeep.core.views import Checkpoint
+from chatkeep.core.views._control import utc_stamp
 
 from .convert import from_chatkeep, from_dict, to_chatkeep
 
@@ -128,17 +129,20 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
             await asyncio.to_thread(self._store.append, self.session_id, records)
 
     def _records(self, messages: Sequence[BaseMessage]) -> list[Record]:
+        """The batch's records, each stamped with the time it is stored (the reserved
+        ``chatkeep.stored_at`` key, taken out again on reading, so the messages read back
+        equal the ones added and ``chatkeep sessions list`` shows when they were)."""
         records = []
+        stamp = utc_stamp()
         for position, message in enumerate(messages):
-            record_id = new_id()
-            converted = to_chatkeep(message, message_id=record_id)
+            converted = to_chatkeep(message, message_id=new_id())
             try:
-                data = encode_message(converted)
+                (record,) = encode_records([converted], stored_at=stamp)
             except EncodeError as exc:
                 raise EncodeError(
                     f"message {position} of the batch cannot be stored: {exc}; nothing was added"
                 ) from exc
-            records.append(Record(record_id, data))
+            records.append(record)
         return records
 
     # -- clearing and closing ----------------------------------------------------------------

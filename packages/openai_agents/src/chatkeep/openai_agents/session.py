@@ -17,12 +17,13 @@ from chatkeep.core import (
     Store,
     check_session_id,
     delete_session,
-    encode_message,
+    encode_records,
     new_id,
     open_store,
     read_view,
 )
 from chatkeep.core.codec import MARKER, parse_json
+from chatkeep.core.views._control import utc_stamp
 from chatkeep.core.views._program import run
 
 from ._io import in_thread, session_lock, settled
@@ -242,17 +243,20 @@ class ChatkeepSession:
         return cast(list[TResponseInputItem], items)
 
     def _records(self, items: Sequence[TResponseInputItem]) -> list[Record]:
+        """The batch's records, each stamped with the time it is stored (the reserved
+        ``chatkeep.stored_at`` key, taken out again on reading, so the items read back
+        are the ones added and ``chatkeep sessions list`` shows when they were)."""
         records = []
+        stamp = utc_stamp()
         for position, item in enumerate(items):
-            record_id = new_id()
-            message = item_to_message(cast(Any, item), message_id=record_id)
+            message = item_to_message(cast(Any, item), message_id=new_id())
             try:
-                data = encode_message(message)
+                (record,) = encode_records([message], stored_at=stamp)
             except EncodeError as exc:
                 raise EncodeError(
                     f"item {position} of the batch cannot be stored: {exc}; nothing was added"
                 ) from exc
-            records.append(Record(record_id, data))
+            records.append(record)
         return records
 
     def _pop(self) -> Message | None:

@@ -28,12 +28,12 @@ from psycopg import errors as pg_errors
 
 from chatkeep.core.backend import (
     AppendConflict,
-    CapabilityMissing,
     ErrorMap,
     RecordConflict,
     StoreUnavailable,
     redact_text,
 )
+from chatkeep.core.backend import ReadOnlyStore as CoreReadOnlyStore
 
 from .config import scrub
 from .sql import APPEND_CONFLICT_STATE, RECORD_CONFLICT_STATE
@@ -58,10 +58,11 @@ RETRYABLE: tuple[type[psycopg.Error], ...] = (psycopg.OperationalError, psycopg.
 _RETRY_STATES = frozenset({"57P01", "57P02", "57P03", "53300", "40001", "40P01"})
 
 
-class ReadOnlyStore(CapabilityMissing):
+class ReadOnlyStore(CoreReadOnlyStore):
     """A write (``append``, ``append_if``, ``delete``, ``purge_expired``, ``migrate``) on a
     handle opened with ``mode=ro``. Nothing was written; open another handle without
-    ``mode=ro`` (or with ``mode=rwc``, the default) to write."""
+    ``mode=ro`` (or with ``mode=rwc``, the default) to write. A
+    :class:`chatkeep.core.ReadOnlyStore` (so a :class:`chatkeep.core.CapabilityMissing`)."""
 
     def __init__(self, action: str) -> None:
         super().__init__("postgres", action)

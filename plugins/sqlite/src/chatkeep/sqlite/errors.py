@@ -7,7 +7,8 @@ imported it from this module.
 
 from __future__ import annotations
 
-from chatkeep.core.errors import CapabilityMissing, ChatkeepError, InvalidOption, StoreUnavailable
+from chatkeep.core.errors import ChatkeepError, InvalidOption, StoreNotFound, StoreUnavailable
+from chatkeep.core.errors import ReadOnlyStore as CoreReadOnlyStore
 
 __all__ = [
     "DatabaseNotFound",
@@ -51,10 +52,11 @@ class DatabaseReplaced(StoreUnavailable):
         return type(self), (self.path, self.what)
 
 
-class DatabaseNotFound(StoreUnavailable, FileNotFoundError):
+class DatabaseNotFound(StoreNotFound, FileNotFoundError):
     """``mode=ro`` or ``mode=rw`` was asked for a file that does not exist (neither mode
-    ever creates one). A :class:`chatkeep.core.StoreUnavailable` and a
-    :class:`FileNotFoundError`; the message names the path."""
+    ever creates one). A :class:`chatkeep.core.StoreNotFound` (so a
+    :class:`chatkeep.core.StoreUnavailable`) and a :class:`FileNotFoundError`; the message
+    names the path."""
 
     def __init__(self, path: str, mode: str) -> None:
         self.path = path
@@ -68,11 +70,12 @@ class DatabaseNotFound(StoreUnavailable, FileNotFoundError):
         return type(self), (self.path, self.mode)
 
 
-class ReadOnlyStore(CapabilityMissing):
+class ReadOnlyStore(CoreReadOnlyStore):
     """A write (``append``, ``append_if``, ``delete``, ``purge_expired``) on a store opened
-    with ``mode=ro``. Nothing was written. A :class:`chatkeep.core.CapabilityMissing`: a
-    read-only handle does not offer writing (its ``capabilities`` leave out ``delete`` and
-    ``conditional``)."""
+    with ``mode=ro``. Nothing was written. A :class:`chatkeep.core.ReadOnlyStore` (so a
+    :class:`chatkeep.core.CapabilityMissing`): a read-only handle does not offer writing
+    (its ``capabilities`` leave out ``delete`` and ``conditional``); the message names the
+    file."""
 
     def __init__(self, path: str, operation: str) -> None:
         super().__init__("sqlite", operation)
@@ -82,6 +85,9 @@ class ReadOnlyStore(CapabilityMissing):
             "possible through this handle; nothing was written. Open it with mode=rw "
             "(or without mode=) to write.",
         )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
     def __reduce__(self) -> tuple[type[ReadOnlyStore], tuple[str, str]]:
         return type(self), (self.path, self.capability)
