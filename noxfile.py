@@ -217,7 +217,8 @@ BENCH_PEERS = [
     "langchain-postgres",
     "langchain-redis",
     "agent-framework-core",
-    "agent-framework-redis>=1.0.0b0",  # only pre-releases exist so far
+    # Only pre-releases exist; older ones fail to import with agent-framework-core 1.23.
+    "agent-framework-redis>=1.0.0b261022",
     "aiosqlite",  # the Agents SDK's SQLAlchemy session on SQLite
     "moto[server]",  # --backends s3
     "langgraph-checkpoint-sqlite",  # `-- langgraph`: LangGraph's own savers
