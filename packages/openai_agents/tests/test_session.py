@@ -290,3 +290,36 @@ async def test_added_items_carry_their_storage_time_and_read_back_equal(
     assert await ChatkeepSession(session.session_id, store=store).get_items() == items
     messages = await session.get_messages()
     assert all(STORED_AT_KEY not in m.additional_properties for m in messages)
+
+
+async def test_reads_and_appends_take_the_backends_path(
+    store: Store, store_url: str, sid: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Redis declares loop-safe async hooks: the session awaits them on this loop, no
+    # thread hop; SQLite runs them inline; PostgreSQL goes through a worker thread.
+    hops: list[object] = []
+    to_thread = asyncio.to_thread
+
+    async def counting(function: Any, /, *args: Any, **kwargs: Any) -> Any:
+        hops.append(function)
+        return await to_thread(function, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", counting)
+    session = ChatkeepSession(sid, store=store)
+    await session.add_items([user("one"), user("two")])  # type: ignore[list-item]
+    assert contents(await session.get_items(limit=1)) == ["two"]
+    assert len(await session.get_messages()) == 2
+    assert store.loop_safe_async is store_url.startswith("redis")
+    hopped = store_url.startswith("postgres")
+    assert bool(hops) is hopped, hops
+    assert await session.pop_item() is not None  # pops keep the thread path everywhere
+
+
+def test_one_session_across_loops_that_open_and_close(store: Store, sid: str) -> None:
+    # asyncio.run per call: on Redis each loop gets its own client, closed with the loop
+    # (warnings are errors here: an unclosed client or a foreign loop would fail this).
+    session = ChatkeepSession(sid, store=store)
+    for n in range(4):
+        asyncio.run(session.add_items([user(f"turn {n}")]))  # type: ignore[list-item]
+        assert contents(asyncio.run(session.get_items(limit=1))) == [f"turn {n}"]
+    assert contents(asyncio.run(session.get_items())) == [f"turn {n}" for n in range(4)]

@@ -25,6 +25,15 @@ directly on the event loop. The embedded SQLite and memory backends do. Set
 :attr:`Store.inline_hooks` to ``frozenset()`` to send every call to a worker thread
 instead (e.g. a SQLite file on a network filesystem, or an application whose loop must
 never wait for another process's write lock).
+
+*Loop-safe async hooks*: an async backend (or a sync one with ``a``-prefixed twins) whose
+coroutines may be awaited on any event loop, including loops that open and close one after
+another (``asyncio.run`` per call, a loop per thread), and that releases what it holds for
+a loop when that loop closes, says so with a ``loop_safe_async = True`` class attribute,
+read as :attr:`Store.loop_safe_async`. Callers that otherwise keep away from the caller's
+loop (a worker thread per call, as the Agents SDK adapter does) may then await
+``aread``/``aappend``/``aappend_if`` directly. Redis declares it (one client per loop,
+closed with the loop); a backend whose async pool outlives its loop must not.
 """
 
 from __future__ import annotations
@@ -146,6 +155,7 @@ class Store:
         "_loop",
         "_read",
         "capabilities",
+        "loop_safe_async",
         "name",
         "url",
     )
@@ -178,6 +188,12 @@ class Store:
                 f"{type(backend).__name__} declares 'conditional' but has no append_if() method"
             )
         self.inline_hooks = frozenset(getattr(backend, "inline_hooks", ()))
+        #: Whether the backend's async hooks may be awaited on any event loop, loops that
+        #: open and close included (its ``loop_safe_async`` declaration; see the module
+        #: docstring). Assign ``False`` to keep callers that check it on worker threads.
+        self.loop_safe_async: bool = getattr(backend, "loop_safe_async", False) is True and (
+            self._aread is not None and self._aappend is not None
+        )
 
     @property
     def inline_hooks(self) -> frozenset[str]:

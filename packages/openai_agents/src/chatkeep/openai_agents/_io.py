@@ -3,7 +3,11 @@
 Through the store's blocking API, in a worker thread: one thread hop per session call, as
 the SDK's own ``SQLiteSession`` does; or, when every store hook a call makes is one the
 store runs inline (``Store.inline_hooks``: SQLite, memory), directly, since the hop would
-cost more than the call. Nothing then belongs to the caller's event loop, so
+cost more than the call; or, for reads and appends, by awaiting the store's own async hooks
+on the caller's loop when the backend declares them safe on any loop, loops that open and
+close included (``Store.loop_safe_async``: Redis, one client per loop, closed with it; see
+:func:`native`). Pops and clears keep the thread path (their lock is a threading lock).
+Nothing else belongs to the caller's event loop, so
 the session works the same under ``Runner.run``, ``Runner.run_sync`` (which keeps one loop
 per thread), ``asyncio.run`` per call and loops a thread opens and closes itself. (A
 backend with only ``async def`` hooks runs on the store's own private loop thread.)
@@ -22,7 +26,7 @@ from typing import Any, TypeVar
 
 from chatkeep.core import Store
 
-__all__ = ["in_thread", "session_lock", "settled"]
+__all__ = ["in_thread", "native", "session_lock", "settled"]
 
 T = TypeVar("T")
 
@@ -34,6 +38,12 @@ _LOCKS = tuple(threading.Lock() for _ in range(64))
 def session_lock(store: Store, session_id: str) -> threading.Lock:
     """The lock for ``session_id`` on ``store`` (shared with a few unrelated sessions)."""
     return _LOCKS[hash((id(store), session_id)) % len(_LOCKS)]
+
+
+def native(store: Store) -> bool:
+    """Whether reads and appends may await ``store``'s async hooks on the caller's loop:
+    the backend declared them loop-safe and does not run those hooks inline anyway."""
+    return store.loop_safe_async and not store.inline_hooks
 
 
 async def settled(operation: Awaitable[T]) -> T:

@@ -18,7 +18,7 @@ from chatkeep.core.views._ops import view_program
 from chatkeep.core.views._program import Append, AppendIf, Program, Read
 from chatkeep.core.views._walk import walk_chain
 
-__all__ = ["hide_program", "plain_tail", "pop_program"]
+__all__ = ["aplain_tail", "hide_program", "plain_tail", "pop_program"]
 
 #: How often an operation re-reads and retries after another writer got in between.
 RETRIES = 64
@@ -46,6 +46,20 @@ def plain_tail(store: Store, session_id: str, limit: int | None) -> list[Record]
     if limit is not None or len(tail) < size:
         return tail
     whole = store.read(session_id)
+    if not all(record.data.startswith(_MESSAGE_HEAD) for record in whole):
+        return None
+    return whole
+
+
+async def aplain_tail(store: Store, session_id: str, limit: int | None) -> list[Record] | None:
+    """:func:`plain_tail` through the store's awaited ``aread``."""
+    size = limit if limit is not None else _FULL_CHUNK
+    tail = await store.aread(session_id, -size)
+    if not all(record.data.startswith(_MESSAGE_HEAD) for record in tail):
+        return None
+    if limit is not None or len(tail) < size:
+        return tail
+    whole = await store.aread(session_id)
     if not all(record.data.startswith(_MESSAGE_HEAD) for record in whole):
         return None
     return whole

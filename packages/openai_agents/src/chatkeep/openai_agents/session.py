@@ -15,6 +15,7 @@ from chatkeep.core import (
     Message,
     Record,
     Store,
+    aread_view,
     check_session_id,
     delete_session,
     encode_records,
@@ -26,8 +27,8 @@ from chatkeep.core.codec import MARKER, parse_json
 from chatkeep.core.views._control import utc_stamp
 from chatkeep.core.views._program import run
 
-from ._io import in_thread, session_lock, settled
-from ._log import hide_program, plain_tail, pop_program
+from ._io import in_thread, native, session_lock, settled
+from ._log import aplain_tail, hide_program, plain_tail, pop_program
 from .items import item_of_dict, item_to_message, message_to_items
 
 __all__ = ["ChatkeepSession", "SessionClosed"]
@@ -142,6 +143,8 @@ class ChatkeepSession:
         count = _limit(limit, self.session_settings)
         if count == 0:
             return []
+        if native(self._store):
+            return await self._aread_items(count)
         return await in_thread(self._store, ("read",), self._read_items, count)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -150,6 +153,9 @@ class ChatkeepSession:
         if not items:
             return
         records = self._records(items)
+        if native(self._store):
+            await settled(self._store.aappend(self.session_id, records))
+            return
         await settled(
             in_thread(self._store, ("append",), self._store.append, self.session_id, records)
         )
@@ -210,6 +216,8 @@ class ChatkeepSession:
     async def get_messages(self, limit: int | None = None) -> list[Message]:
         """The same history as chatkeep messages (what ``chatkeep.core.read_view`` reads)."""
         self._check_open()
+        if native(self._store):
+            return await aread_view(self._store, self.session_id, limit=limit)
         return await in_thread(self._store, ("read",), self._read, limit)
 
     # -- the work, blocking or awaited --------------------------------------------------------
@@ -232,6 +240,21 @@ class ChatkeepSession:
             else:
                 return cast(list[TResponseInputItem], items)
         return self._items(self._read(count), count)
+
+    async def _aread_items(self, count: int | None) -> list[TResponseInputItem]:
+        # _read_items awaited on the caller's loop (a store with loop-safe async hooks).
+        records = await aplain_tail(self._store, self.session_id, count)
+        if records is not None:
+            items: list[Any] = []
+            for record in records:
+                item = _item_of_record(record)
+                if item is None:
+                    break
+                items.append(item)
+            else:
+                return cast(list[TResponseInputItem], items)
+        messages = await aread_view(self._store, self.session_id, limit=count)
+        return self._items(messages, count)
 
     @staticmethod
     def _items(messages: Sequence[Message], count: int | None) -> list[TResponseInputItem]:

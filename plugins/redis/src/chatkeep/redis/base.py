@@ -27,6 +27,9 @@ class RedisBase:
     """Configuration and the protocol of the Redis store, without I/O."""
 
     capabilities: ClassVar[frozenset[str]] = CAPABILITIES
+    #: The async hooks may be awaited on any event loop, loops that come and go included:
+    #: each loop gets its own client, closed as that loop closes (see ``store_async``).
+    loop_safe_async: ClassVar[bool] = True
 
     def __init__(self, url: str = DEFAULT_URL, **options: Any) -> None:
         # None means "not given" for chatkeep's own keywords (the URL or the default).
