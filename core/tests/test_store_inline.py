@@ -83,3 +83,29 @@ def test_only_the_storage_hooks_can_be_inline() -> None:
 def test_the_memory_backend_is_inline() -> None:
     with open_store("memory://") as store:
         assert store.inline_hooks == {"read", "append", "append_if"}
+
+
+class _AsyncLoopSafe:
+    """An async backend declaring its hooks safe on any event loop."""
+
+    loop_safe_async = True
+
+    async def append(self, session_id: str, records: list[Record]) -> None:
+        pass
+
+    async def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        return []
+
+
+class _SyncClaimingLoopSafe(_Recording):
+    loop_safe_async = True  # no async hooks: nothing to await on the caller's loop
+
+
+def test_loop_safe_async_is_the_backends_declaration() -> None:
+    assert Store(_AsyncLoopSafe()).loop_safe_async is True
+    assert Store(_Recording()).loop_safe_async is False  # not declared
+    assert Store(_SyncClaimingLoopSafe()).loop_safe_async is False  # sync hooks only
+    assert open_store("memory://").loop_safe_async is False
+    store = Store(_AsyncLoopSafe())
+    store.loop_safe_async = False  # an application may keep callers on worker threads
+    assert store.loop_safe_async is False
