@@ -101,12 +101,18 @@ def test_stored_records_carry_no_attribution(counting_store: MakeStore) -> None:
     external = user("question").tagged(MessageSource.EXTERNAL, "caller")
     turn(provider, session, [context, external], [assistant("answer")])
     turn(provider, session, [user("more")], [assistant("ok")])
-    raw_records = [record for _, batch in backend.appends for record in batch]
-    assert len(raw_records) == 5
-    for record in raw_records:
-        assert ATTRIBUTION_KEY.encode() not in record.data
-        # Only the time it was stored (see chatkeep.core.metadata), no tag.
-        assert list(json.loads(record.data)["additional_properties"]) == ["chatkeep.stored_at"]
+    batches = [batch for _, batch in backend.appends]
+    assert [len(batch) for batch in batches] == [3, 2]
+    for batch in batches:
+        for index, record in enumerate(batch):
+            assert ATTRIBUTION_KEY.encode() not in record.data
+            # Only the time it was stored and, in a batch's last record, the running count
+            # (see chatkeep.core.metadata), no tag.
+            keys = sorted(json.loads(record.data)["additional_properties"])
+            if index == len(batch) - 1:
+                assert keys == ["chatkeep.count", "chatkeep.stored_at"]
+            else:
+                assert keys == ["chatkeep.stored_at"]
 
 
 def test_chat_history_tagged_request_messages_are_never_stored(
