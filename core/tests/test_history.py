@@ -25,6 +25,7 @@ from chatkeep.core import (
 )
 from chatkeep.core.ids import new_id
 from chatkeep.core.messages import ATTRIBUTION_KEY
+from chatkeep.core.metadata import COUNT_KEY
 
 # counting_store (conftest) returns (store, CountingBackend).
 MakeStore = Callable[..., tuple[Store, Any]]
@@ -101,12 +102,18 @@ def test_stored_records_carry_no_attribution(counting_store: MakeStore) -> None:
     external = user("question").tagged(MessageSource.EXTERNAL, "caller")
     turn(provider, session, [context, external], [assistant("answer")])
     turn(provider, session, [user("more")], [assistant("ok")])
-    raw_records = [record for _, batch in backend.appends for record in batch]
-    assert len(raw_records) == 5
-    for record in raw_records:
-        assert ATTRIBUTION_KEY.encode() not in record.data
-        # Only the time it was stored (see chatkeep.core.metadata), no tag.
-        assert list(json.loads(record.data)["additional_properties"]) == ["chatkeep.stored_at"]
+    batches = [batch for _, batch in backend.appends]
+    assert [len(batch) for batch in batches] == [3, 2]
+    for batch in batches:
+        for index, record in enumerate(batch):
+            assert ATTRIBUTION_KEY.encode() not in record.data
+            # Only the time it was stored and, in a batch's last record, the running count
+            # (see chatkeep.core.metadata), no tag.
+            keys = sorted(json.loads(record.data)["additional_properties"])
+            if index == len(batch) - 1:
+                assert keys == ["chatkeep.count", "chatkeep.stored_at"]
+            else:
+                assert keys == ["chatkeep.stored_at"]
 
 
 def test_chat_history_tagged_request_messages_are_never_stored(
@@ -150,6 +157,7 @@ def test_nothing_is_stored_when_the_model_call_raised(counting_store: MakeStore)
     assert backend.appends == []
     assert stored(store, session) == []
     assert "chat_history.loaded_ids" not in session.state  # no leftovers in the session
+    assert "chat_history.loaded_count" not in session.state
 
 
 def test_already_stored_ids_are_dropped(counting_store: MakeStore) -> None:
@@ -369,4 +377,80 @@ def test_a_retried_save_is_a_no_op_despite_its_later_storage_time() -> None:
     clash = Message.user("something else", message_id=batch[0].message_id)
     with pytest.raises(RecordConflict):
         asyncio.run(provider.save(session, [clash]))
+    assert store.read(session.session_id) == first
+
+
+# -- the running count (chatkeep.count, see chatkeep.core.metadata) ---------------------------
+
+
+def _counts(store: Store, session_id: str) -> list[Any]:
+    """The running count each stored record carries (``None`` for none)."""
+    return [
+        json.loads(record.data).get("additional_properties", {}).get(COUNT_KEY)
+        for record in store.read(session_id)
+    ]
+
+
+def test_a_turn_after_a_proving_load_carries_the_count(counting_store: MakeStore) -> None:
+    store, backend = counting_store()
+    provider = HistoryProvider(store)
+    session = AgentSession()
+    turn(provider, session, [user("q")], [assistant("a")])
+    first_last = store.read(session.session_id)[-1].id
+    turn(provider, session, [user("q2")], [assistant("a2"), assistant("a3")])
+    assert _counts(store, session.session_id) == [
+        None,
+        {"n": 2, "after": None, "k": 2},
+        None,
+        None,
+        {"n": 5, "after": first_last, "k": 3},
+    ]
+    assert "chat_history.loaded_count" not in session.state  # used once
+    # One append per turn still, and the load made no extra read for it.
+    assert len(backend.appends) == 2
+
+
+def test_no_count_without_a_load_that_proves_it() -> None:
+    store = open_store("memory://")
+    session = AgentSession()
+    asyncio.run(HistoryProvider(store).save(session, [user("direct save")]))
+    turn(HistoryProvider(store, load_messages=False), session, [user("q")], [assistant("a")])
+
+    class Elsewhere(HistoryProvider):
+        async def load(self, session: AgentSession) -> list[Message]:
+            return []
+
+    turn(Elsewhere(store), session, [user("q2")], [assistant("a2")])
+    assert _counts(store, session.session_id) == [None] * 5
+    # A count kept in the session that is not a count is not used.
+    provider = HistoryProvider(store)
+    asyncio.run(provider.load(session))
+    session.state.set("chat_history.loaded_count", {"n": "five", "after": None})
+    asyncio.run(provider.save(session, [user("q3")]))
+    assert _counts(store, session.session_id)[-1] is None
+
+
+def test_a_batch_with_a_checkpoint_carries_no_count() -> None:
+    from chatkeep.core import SlidingWindowReducer
+
+    store = open_store("memory://")
+    provider = HistoryProvider(
+        store, reducer=SlidingWindowReducer(2), reducer_trigger="after_message_added"
+    )
+    session = AgentSession()
+    turn(provider, session, [user("q")], [assistant("a"), assistant("b")])
+    assert _counts(store, session.session_id) == [None] * 4  # messages, then the checkpoint
+
+
+def test_a_retried_save_with_a_count_is_still_a_no_op() -> None:
+    store = open_store("memory://")
+    provider = HistoryProvider(store)
+    session = AgentSession()
+    batch = [user("hello"), assistant("hi")]
+    asyncio.run(provider.load(session))
+    asyncio.run(provider.save(session, batch))
+    first = store.read(session.session_id)
+    assert _counts(store, session.session_id)[-1] == {"n": 2, "after": None, "k": 2}
+    asyncio.run(provider.load(session))  # now the count would be another one
+    asyncio.run(provider.save(session, batch))
     assert store.read(session.session_id) == first

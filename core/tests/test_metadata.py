@@ -36,7 +36,7 @@ from chatkeep.core import (
     undo,
 )
 from chatkeep.core.memory import MemoryStore
-from chatkeep.core.metadata import COUNT_WALK, HEAD, STORED_AT_KEY, TITLE_LENGTH
+from chatkeep.core.metadata import COUNT_KEY, COUNT_WALK, HEAD, STORED_AT_KEY, TITLE_LENGTH
 from chatkeep.core.views import read_log
 from chatkeep.core.views._erase import TEMP_PREFIX
 
@@ -295,11 +295,12 @@ def test_a_fork_of_a_long_session_is_bounded_across_the_fork_point() -> None:
     store = Store(MemoryStore())
     _long(store, "root", 2 * COUNT_WALK)
     child = fork(store, "root", new_session_id="child")
-    chat(HistoryProvider(store), child, ("in the fork", "ok"))
+    # A message appended without a running count: the count's walk crosses the fork point.
+    store.append(child, encode_records([user("in the fork")]))
     info = describe_session(store, child)
-    assert not info.messages_exact and 2 < info.messages <= COUNT_WALK
+    assert not info.messages_exact and 1 < info.messages <= COUNT_WALK
     exact = describe_session(store, child, exact=True)
-    assert exact.messages == len(read_view(store, child)) == 2 * COUNT_WALK + 2
+    assert exact.messages == len(read_view(store, child)) == 2 * COUNT_WALK + 1
 
 
 def test_exact_is_checked() -> None:
@@ -473,3 +474,221 @@ def test_times_are_utc_and_ordered_within_a_second() -> None:
     assert info.created_at is not None and info.updated_at is not None
     assert info.created_at.utcoffset() == timedelta(0)
     assert now() - info.updated_at < timedelta(seconds=60)
+
+
+# -- the verified running count ---------------------------------------------------------------
+
+
+def _windowed(store: Store) -> HistoryProvider:
+    """A provider that loads only a window: its own loads never read the whole view."""
+    return HistoryProvider(store, max_messages=10)
+
+
+def _describe_reads(
+    store: Store, backend: CountingBackend, session_id: str, forks: int = 0
+) -> SessionInfo:
+    """``describe_session``, asserting it made only small reads: head, tail, the count's
+    check and, for the title, one head per fork level (``forks``); no walk."""
+    backend.reads.clear()
+    info = describe_session(store, session_id)
+    calls = len(backend.reads)
+    returned = sum(count for *_, count in backend.reads)
+    assert calls <= 3 + forks and returned <= HEAD * (1 + forks) + 1 + 2, backend.reads
+    return info
+
+
+def _marked(store: Store, session_id: str) -> dict[str, object] | None:
+    """The running count the session's last record carries, as stored."""
+    last = store.read(session_id, -1)[-1]
+    value: dict[str, object] | None = (
+        json.loads(last.data).get("additional_properties", {}).get(COUNT_KEY)
+    )
+    return value
+
+
+def test_a_long_session_is_counted_exactly_in_constant_reads(counting_store: MakeStore) -> None:
+    store, backend = counting_store()
+    _long(store, "s", COUNT_WALK + 100)
+    assert not describe_session(store, "s").messages_exact  # no running count yet
+    chat(HistoryProvider(store), "s", ("whole view", "read"))  # a load of the whole view
+    chat(_windowed(store), "s", *[(f"q{n}", f"a{n}") for n in range(30)])
+    info = _describe_reads(store, backend, "s")
+    expected = COUNT_WALK + 100 + 2 + 60
+    assert (info.messages, info.messages_exact) == (expected, True)
+    assert info.messages == len(read_view(store, "s"))
+    assert info.title == "m0" and info.updated_at is not None
+    assert describe_session(store, "s", exact=True).messages == expected
+
+
+def test_a_new_session_starts_its_count_with_the_first_turn(counting_store: MakeStore) -> None:
+    store, backend = counting_store()
+    chat(_windowed(store), "s", ("hello", "hi"))
+    assert _marked(store, "s") == {"n": 2, "after": None, "k": 2}
+    chat(_windowed(store), "s", *[(f"q{n}", f"a{n}") for n in range(10)])  # past HEAD
+    info = _describe_reads(store, backend, "s")
+    assert (info.messages, info.messages_exact) == (22, True)
+
+
+def test_undo_falls_back_and_a_whole_load_restores_the_count() -> None:
+    store = Store(MemoryStore())
+    _long(store, "s", COUNT_WALK + 100)
+    chat(HistoryProvider(store), "s", ("one", "two"))
+    undo(store, "s")  # the log now ends with a retract: the count is not trusted
+    info = describe_session(store, "s")
+    assert not info.messages_exact and info.messages <= COUNT_WALK + 100
+    chat(_windowed(store), "s", ("windowed", "load"))  # its load proves nothing
+    assert _marked(store, "s") is None
+    assert not describe_session(store, "s").messages_exact
+    chat(HistoryProvider(store), "s", ("whole", "view"))
+    chat(_windowed(store), "s", ("and", "on"))
+    info = describe_session(store, "s")
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 100 + 6, True)
+    assert info.messages == len(read_view(store, "s"))
+
+
+def test_a_fork_counts_its_view_including_the_parent(counting_store: MakeStore) -> None:
+    store, backend = counting_store()
+    _long(store, "root", COUNT_WALK + 100)
+    chat(HistoryProvider(store), "root", ("before", "fork"))
+    child = fork(store, "root", new_session_id="child")
+    chat(HistoryProvider(store), child, ("in the fork", "ok"))
+    chat(_windowed(store), child, ("more", "yes"))
+    info = _describe_reads(store, backend, child, forks=1)
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 100 + 6, True)
+    assert info.messages == len(read_view(store, child))
+    # The parent's log now ends with the fork's registration: its count is not trusted,
+    # and a windowed load there cannot prove one.
+    chat(_windowed(store), "root", ("parent", "goes on"))
+    assert not describe_session(store, "root").messages_exact
+
+
+def test_compaction_and_a_checkpoint_batch_keep_the_count_true(counting_store: MakeStore) -> None:
+    store, backend = counting_store()
+    _long(store, "s", COUNT_WALK + 100)
+    chat(HistoryProvider(store), "s", ("one", "two"))
+    compact(store, "s", lambda view: [assistant("summary"), *view[-3:]])
+    assert describe_session(store, "s").messages == 4  # the walk stops at the checkpoint
+    chat(_windowed(store), "s", ("after", "compaction"))  # the whole compacted view loads
+    assert _marked(store, "s") == {"n": 6, "after": _last_id(store, "s", 3), "k": 2}
+    info = _describe_reads(store, backend, "s")
+    assert (info.messages, info.messages_exact) == (6, True) and len(read_view(store, "s")) == 6
+    reducing = HistoryProvider(
+        store, reducer=SlidingWindowReducer(5), reducer_trigger="after_message_added"
+    )
+    chat(reducing, "s", ("reduced", "turn"))  # the batch ends with a checkpoint, no count
+    assert describe_session(store, "s").messages == len(read_view(store, "s")) == 5
+
+
+def _last_id(store: Store, session_id: str, back: int) -> str:
+    return store.read(session_id, -back, -back + 1 or None)[0].id
+
+
+def test_another_writer_between_load_and_save_breaks_the_chain() -> None:
+    store = Store(MemoryStore())
+    _long(store, "s", COUNT_WALK + 100)
+    chat(HistoryProvider(store), "s", ("one", "two"))
+    first, second = _windowed(store), _windowed(store)
+    session = AgentSession("s")
+
+    async def race() -> None:
+        sent = await first.invoking(session, [user("slow")])
+        # Another process stores a whole turn in between (with a count of its own).
+        other = AgentSession("s")
+        await second.invoked(other, await second.invoking(other, [user("fast")]), [])
+        await first.invoked(session, sent, [assistant("late")])
+
+    asyncio.run(race())
+    mark = _marked(store, "s")
+    assert mark is not None and mark["after"] != _last_id(store, "s", 3)
+    info = describe_session(store, "s")
+    assert not info.messages_exact and info.messages <= len(read_view(store, "s"))
+    chat(HistoryProvider(store), "s", ("whole", "view"))
+    info = describe_session(store, "s")
+    assert (info.messages, info.messages_exact) == (len(read_view(store, "s")), True)
+
+
+def test_a_second_provider_instance_continues_the_count() -> None:
+    store = Store(MemoryStore())
+    _long(store, "s", COUNT_WALK + 100)
+    chat(HistoryProvider(store), "s", ("one", "two"))
+    for n in range(5):  # a new provider and a new session object each time: a new process
+        chat(_windowed(store), "s", (f"q{n}", f"a{n}"))
+    info = describe_session(store, "s")
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 100 + 12, True)
+
+
+def test_a_tampered_count_falls_back(counting_store: MakeStore) -> None:
+    store, _backend = counting_store()
+    _long(store, "s", COUNT_WALK + 100)
+    chat(HistoryProvider(store), "s", ("one", "two"))
+    records = store.read("s")
+    for field, value in (("after", "not-the-record"), ("k", 3), ("k", 0), ("n", "many")):
+        body = json.loads(records[-1].data)
+        body["additional_properties"][COUNT_KEY][field] = value
+        forged = Record(records[-1].id, json.dumps(body, separators=(",", ":")).encode())
+        session_id = f"forged-{field}-{value}"
+        store.append(session_id, [*records[:-1], forged])
+        info = describe_session(store, session_id)
+        assert not info.messages_exact, (field, value)
+        assert info.messages <= COUNT_WALK + 102
+        chat(_windowed(store), session_id, ("windowed", "load"))  # proves nothing either
+        assert _marked(store, session_id) is None, (field, value)
+
+
+def test_reads_never_show_the_count() -> None:
+    store = Store(MemoryStore())
+    chat(HistoryProvider(store), "s", ("hello", "hi"), ("more", "ok"))
+    assert _marked(store, "s") is not None
+    stored = store.read("s")
+    assert [COUNT_KEY.encode() in record.data for record in stored] == [False, True] * 2
+    for message in read_view(store, "s"):
+        assert COUNT_KEY not in message.additional_properties
+        assert STORED_AT_KEY not in message.additional_properties
+    for entry in read_log(store, "s"):
+        assert entry.message is not None
+        assert COUNT_KEY not in entry.message.additional_properties
+    loaded = asyncio.run(HistoryProvider(store).messages("s"))
+    assert all(COUNT_KEY not in m.additional_properties for m in loaded)
+
+
+async def _interleave(store: Store, session_id: str) -> None:
+    """Two windowed providers whose turns overlap: both load, then both save."""
+    first, second = _windowed(store), _windowed(store)
+    a, b = AgentSession(session_id), AgentSession(session_id)
+    sent_a = await first.invoking(a, [user("a")])
+    sent_b = await second.invoking(b, [user("b")])
+    await first.invoked(a, sent_a, [assistant("ra")])
+    await second.invoked(b, sent_b, [assistant("rb")])
+
+
+def test_the_count_matches_the_view_whatever_happens() -> None:
+    """Random turns, windowed and whole loads, undos, forks, compactions, raw appends and
+    interleaved writers: a count reported exact is always the view's length."""
+    rng = random.Random(13)
+    store = Store(MemoryStore())
+    sessions = ["s"]
+    chat(HistoryProvider(store), "s", ("start", "ok"))
+    for step in range(200):
+        session_id = rng.choice(sessions)
+        action = rng.random()
+        if action < 0.35:
+            chat(_windowed(store), session_id, (f"q{step}", f"a{step}"))
+        elif action < 0.45:
+            chat(HistoryProvider(store, max_messages=1), session_id, (f"q{step}", "a"))
+        elif action < 0.55:
+            chat(HistoryProvider(store), session_id, (f"q{step}", f"a{step}"))
+        elif action < 0.62:
+            undo(store, session_id)
+        elif action < 0.68:
+            sessions.append(fork(store, session_id))
+        elif action < 0.74:
+            keep = rng.randrange(0, 4)
+            compact(store, session_id, lambda view, k=keep: [assistant("sum"), *view[-k:]][: k + 1])
+        elif action < 0.8:
+            store.append(session_id, encode_records([user(f"raw {step}")]))
+        else:
+            asyncio.run(_interleave(store, session_id))
+        for name in sessions:
+            info = describe_session(store, name)
+            if info.messages_exact:
+                assert info.messages == len(read_view(store, name)), (step, name)

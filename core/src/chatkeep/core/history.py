@@ -31,8 +31,10 @@ from .records import Record
 from .reducers import Reducer, ReducerTrigger, apply_reducer, drop_orphan_results, max_window
 from .session import AgentSession, ProviderSessionState
 from .store import Store
-from .views import CORRUPT, Checkpoint, aread_view, build_view, decode_log
-from .views._control import CONTROL_PREFIX, STORED_AT_KEY, utc_stamp
+from .views import CORRUPT, Checkpoint, build_view, decode_log
+from .views._control import CONTROL_PREFIX, COUNT_KEY, STORED_AT_KEY, CountMark, utc_stamp
+from .views._ops import view_program
+from .views._program import arun
 
 __all__ = [
     "HistoryProvider",
@@ -92,9 +94,13 @@ def _without_stamp(data: bytes) -> Any:
         return None
     if isinstance(value, dict):
         properties = value.get("additional_properties")
-        if isinstance(properties, dict) and STORED_AT_KEY in properties:
+        if isinstance(properties, dict) and (
+            STORED_AT_KEY in properties or COUNT_KEY in properties
+        ):
             value["additional_properties"] = {
-                key: item for key, item in properties.items() if key != STORED_AT_KEY
+                key: item
+                for key, item in properties.items()
+                if key not in (STORED_AT_KEY, COUNT_KEY)
             }
     return value
 
@@ -102,7 +108,8 @@ def _without_stamp(data: bytes) -> Any:
 async def already_stored(store: Store, session_id: str, records: Sequence[Record]) -> bool:
     """Whether every message record of ``records`` is already among the last
     ``len(records) + RETRY_LOOKBACK`` records of the session with the same data apart from
-    the core's storage time (``"chatkeep.stored_at"``).
+    the core's storage time and running count (``"chatkeep.stored_at"``,
+    ``"chatkeep.count"``).
 
     This tells a retried save (same messages, a later time stamp, refused with
     :class:`~chatkeep.core.errors.RecordConflict`) from a real id collision. Control
@@ -260,6 +267,11 @@ class HistoryProvider:
         self._loaded_view = ProviderSessionState[list[Message]](
             f"{self.source_id}.loaded_view", lambda _session: []
         )
+        # The view's message count as the last load proved it, and the id of the log's last
+        # record then: what save's running count starts from (see _count_mark).
+        self._loaded_count = ProviderSessionState[dict[str, Any]](
+            f"{self.source_id}.loaded_count", lambda _session: {}
+        )
 
     @property
     def store(self) -> Store:
@@ -282,10 +294,32 @@ class HistoryProvider:
         return min(limits) if limits else None
 
     async def load(self, session: AgentSession) -> list[Message]:
-        """Read the session's view (the last :attr:`load_limit` messages if set)."""
+        """Read the session's view (the last :attr:`load_limit` messages if set).
+
+        When the read proves the view's message count (it read the whole view, or the log
+        ends with a verified running count), that count and the log's last record id are
+        kept in the session for :meth:`save`'s running count."""
         limit = self.load_limit
-        messages = await aread_view(self.store, session.session_id, limit=limit)
+        read = await arun(self.store, view_program(session.session_id, limit))
+        if read.count is None:
+            self._loaded_count.clear(session)
+        else:
+            self._loaded_count.save(session, {"n": read.count, "after": read.newest_record_id})
+        messages = read.messages
         return messages if limit is None else drop_orphan_results(messages)
+
+    def _count_mark(self, session: AgentSession, messages: int, records: int) -> CountMark | None:
+        """The running count for a batch of ``records`` records (``messages`` of them
+        messages) appended now, from what :meth:`load` proved; taken out of the session, so
+        it is used once. ``None`` when the load proved nothing."""
+        base = session.state.try_get(self._loaded_count.state_key, dict)
+        self._loaded_count.clear(session)
+        if not base:
+            return None
+        n, after = base.get("n"), base.get("after")
+        if type(n) is not int or n < 0 or not (after is None or isinstance(after, str)):
+            return None
+        return CountMark(n + messages, after, records)
 
     async def save(
         self,
@@ -298,7 +332,18 @@ class HistoryProvider:
 
         A subclass that overrides this and ``load`` receives ``checkpoint`` only when its
         reducer trigger is ``AFTER_MESSAGE_ADDED``.
+
+        When the last :meth:`load` of this session proved the view's message count, the
+        last message's record also carries the running count under the reserved key
+        ``"chatkeep.count"`` (not with a checkpoint: then the batch does not end with a
+        message); :func:`chatkeep.core.metadata.describe_session` reads it. Reading takes
+        the key out again.
         """
+        mark = self._count_mark(session, len(messages), len(messages))
+        if mark is not None and messages and checkpoint is None:
+            last = messages[-1]
+            properties = {**last.additional_properties, COUNT_KEY: mark.to_json()}
+            messages = [*messages[:-1], replace(last, additional_properties=properties)]
         records = encode_records(messages, stored_at=utc_stamp())
         if checkpoint is not None:
             records.append(checkpoint.to_record())
@@ -316,6 +361,7 @@ class HistoryProvider:
         self, session: AgentSession, request_messages: Sequence[Message]
     ) -> list[Message]:
         """History (tagged ``CHAT_HISTORY``) followed by ``request_messages``."""
+        self._loaded_count.clear(session)
         if not self.load_messages:
             self._loaded.clear(session)
             return list(request_messages)
@@ -355,6 +401,7 @@ class HistoryProvider:
         view: list[Message] | None = session.state.try_get(self._loaded_view.state_key, list)
         self._loaded_view.clear(session)
         if error is not None:
+            self._loaded_count.clear(session)
             return
         candidates: list[Message] = []
         if self.store_inputs:
@@ -373,6 +420,7 @@ class HistoryProvider:
             seen.add(message.message_id)
             to_store.append(message)
         if not to_store:
+            self._loaded_count.clear(session)
             return
         checkpoint = await self._checkpoint(view, to_store)
         if checkpoint is None:

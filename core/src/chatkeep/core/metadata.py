@@ -28,7 +28,9 @@ Costs, per session described:
   one more per fork level, for the title, which comes from the conversation's root).
 - ``updated_at``: one read of the last record (none when the log is shorter than
   :data:`HEAD`).
-- ``messages``: the view's own backward walk (undo, checkpoints and forks applied, as
+- ``messages``: when the log ends with a message that carries a verified running count
+  (see below), that count: one read of at most two records. Otherwise the view's own
+  backward walk (undo, checkpoints and forks applied, as
   :func:`~chatkeep.core.views.read_view` sees it) with message records counted, not
   decoded, over at most :data:`COUNT_WALK` records. The walk stops early at the start of
   the log or at the newest compaction checkpoint, so a session kept compacted (a reducer
@@ -37,6 +39,21 @@ Costs, per session described:
   is a lower bound (the messages found in those records), with ``messages_exact=False``;
   ``describe_session(store, id, exact=True)`` walks the whole view instead (its cost grows
   with the log).
+
+The running count: when :class:`~chatkeep.core.HistoryProvider`'s last load proved the
+view's message count (it read the whole view, or the log ended with a verified running
+count), :meth:`~chatkeep.core.HistoryProvider.save` writes into the batch's last message,
+under the reserved key ``"chatkeep.count"`` (:data:`COUNT_KEY`), ``{"n": <the view's
+message count after the batch>, "after": <the id of the log's last record before it>, "k":
+<the batch's record count>}``. It is trusted only when the record ``k + 1`` back from it is
+``after``: a write by anyone else between that load and the save, an undo, fork or
+checkpoint record after it (the log then does not end with that message) or a forged mark
+makes :func:`describe_session` fall back to the walk, never report a wrong count. Reading
+takes the key out like the storage time. A session whose provider only ever loads a window
+(``max_messages``) keeps an exact count as long as each load sees a verified count at the
+end of the log; an undo, or a write through anything else, breaks the chain until a load
+reads the whole view again. A verified count walks nothing, so it does not check the view
+for damage.
 
 A damaged session (a record that is not a chatkeep record, a retract of a message not in
 the log, a fork whose parent lost its records) makes :func:`describe_session` raise
@@ -59,12 +76,21 @@ from .records import Record, check_session_id
 from .store import Store
 from .views import alist_conversations, list_conversations
 from .views._builder import ViewBuilder
-from .views._control import BASE, FORK, STORED_AT_KEY, Control, parse_stamped
+from .views._control import (
+    BASE,
+    COUNT_KEY,
+    FORK,
+    STORED_AT_KEY,
+    Control,
+    count_mark,
+    parse_stamped,
+)
 from .views._log import parse_time
 from .views._program import Program, Read, arun, run
 from .views._walk import walk_chain
 
 __all__ = [
+    "COUNT_KEY",
     "COUNT_WALK",
     "HEAD",
     "STORED_AT_KEY",
@@ -213,6 +239,30 @@ def _count_program(session_id: str, exact: bool) -> Program[tuple[int, bool]]:
     return len(counter.finish()), True
 
 
+def _marked_count(session_id: str, last: Record, log: list[Record] | None) -> Program[int | None]:
+    """The view's message count from the running count ``last`` (the log's last record)
+    carries, if the log proves it: the record ``k + 1`` back is the mark's ``after`` (for
+    ``after=None``: the log has exactly ``k`` records). ``log`` is the whole log when it is
+    already read (then nothing more is), else one read of at most two records."""
+    mark = count_mark(last.data)
+    if mark is None:
+        return None
+    k = mark.k
+    if log is not None:
+        if mark.after is None:
+            return mark.n if len(log) == k else None
+        index = len(log) - 1 - k
+        return mark.n if index >= 0 and log[index].id == mark.after else None
+    # The record before the batch and the batch's first: [before, first] when the log is
+    # longer than k, [first] when it is exactly k, [] when it is shorter.
+    got: list[Record] = yield Read(session_id, -(k + 1), -(k - 1) or None)
+    if k == 1 and got and got[-1].id != last.id:
+        return None  # appended to since the last record was read
+    if mark.after is None:
+        return mark.n if len(got) == 1 else None
+    return mark.n if len(got) == 2 and got[0].id == mark.after else None
+
+
 def _describe_program(
     session_id: str, exact: bool = False, listing: bool = False
 ) -> Program[SessionInfo]:
@@ -222,12 +272,18 @@ def _describe_program(
         raise SessionNotFound(session_id)
     _, created_at = _parse(head[0])
     title = yield from _title_program(session_id, head)
+    whole: list[Record] | None = None
     if len(head) < HEAD:
         last = head[-1]
+        whole = head
     else:
         tail: list[Record] = yield Read(session_id, -1)
         last = tail[-1] if tail else head[-1]
     _, updated_at = _parse(last)
+    if not exact:
+        marked = yield from _marked_count(session_id, last, whole)
+        if marked is not None:
+            return SessionInfo(session_id, created_at, updated_at, marked, title)
     try:
         count, count_exact = yield from _count_program(session_id, exact)
     except CorruptRecord as error:
@@ -245,9 +301,11 @@ def describe_session(store: Store, session_id: str, exact: bool = False) -> Sess
     :class:`~chatkeep.core.errors.CorruptRecord` when its view cannot be read (within the
     :data:`COUNT_WALK` records walked, or all of it with ``exact``).
 
-    ``exact=False`` (the default) counts the messages in at most :data:`COUNT_WALK` records
-    from the end (``messages_exact=False`` when that was not all of the view);
-    ``exact=True`` walks the whole view, a cost that grows with an uncompacted log."""
+    ``exact=False`` (the default) uses the verified running count at the end of the log if
+    there is one (see :mod:`chatkeep.core.metadata`), else counts the messages in at most
+    :data:`COUNT_WALK` records from the end (``messages_exact=False`` when that was not all
+    of the view); ``exact=True`` walks the whole view, a cost that grows with an
+    uncompacted log."""
     if type(exact) is not bool:
         raise InvalidOption(f"exact must be a bool, not {exact!r}")
     return run(store, _describe_program(session_id, exact))

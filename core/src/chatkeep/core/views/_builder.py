@@ -16,12 +16,22 @@ from typing import Any
 from ..errors import CorruptRecord
 from ..messages import Message
 from ..records import Record
-from ._control import CHECKPOINT, MESSAGE_HEAD, RETRACT, Control, parse_entry
+from ._control import (
+    CHECKPOINT,
+    MESSAGE_HEAD,
+    RETRACT,
+    Control,
+    CountMark,
+    count_mark,
+    parse_entry,
+)
 
 __all__ = ["UNLIMITED", "ViewBuilder", "build_view"]
 
 #: The window of a view read without a limit.
 UNLIMITED = sys.maxsize
+#: A running count is checked only for batches of at most this many records.
+MAX_MARK_BATCH = 4096
 
 
 class _Frame:
@@ -59,6 +69,13 @@ class ViewBuilder:
         self.newest_record_id: str | None = None
         #: How many records were fed.
         self.records_fed = 0
+        #: The running count the newest record carries, if it is a message with one
+        #: (unchecked: see :meth:`verified_count`).
+        self.newest_mark: CountMark | None = None
+        # (session, id, position) of the newest records fed, as far back as the mark's check
+        # needs (its batch and the record before it).
+        self._trail: list[tuple[str, str, int]] = []
+        self._trail_wanted = 0
         #: With ``track_stored``: ids of the messages that came from message records (not
         #: copies held inside a checkpoint).
         self.stored_ids: set[str] | None = set() if track_stored else None
@@ -92,6 +109,12 @@ class ViewBuilder:
         self.records_fed += 1
         if self.newest_record_id is None:
             self.newest_record_id = record_id
+            mark = count_mark(data)
+            if mark is not None and mark.k <= MAX_MARK_BATCH:
+                self.newest_mark = mark
+                self._trail_wanted = mark.k + 1
+        if len(self._trail) < self._trail_wanted:
+            self._trail.append((session_id, record_id, position))
         pending = self._pending
         if pending is not None:
             self._pending = None
@@ -134,6 +157,26 @@ class ViewBuilder:
         elif entry.kind == CHECKPOINT:
             self._pending = entry
         # fork, forked, base, rebased, rebuild: log structure, not part of the view.
+
+    def verified_count(self) -> int | None:
+        """The view's message count from the newest record's running count, when the
+        records fed prove it: the record ``k + 1`` back from it (in the same log) is the
+        mark's ``after``, or, for ``after=None``, its batch's first record is the log's
+        first (position 0). ``None`` when no mark, or the check failed or was not reached."""
+        mark = self.newest_mark
+        trail = self._trail
+        if mark is None or not trail:
+            return None
+        own = trail[0][0]
+        if mark.after is None:
+            if len(trail) < mark.k:
+                return None
+            session, _, position = trail[mark.k - 1]
+            return mark.n if session == own and position == 0 else None
+        if len(trail) <= mark.k:
+            return None
+        session, record_id, _ = trail[mark.k]
+        return mark.n if session == own and record_id == mark.after else None
 
     def finish(self) -> list[Message]:
         """The view, oldest message first. Call once, after the last record (or when done)."""

@@ -53,6 +53,7 @@ __all__ = [
     "BASE",
     "CHECKPOINT",
     "CONTROL_PREFIX",
+    "COUNT_KEY",
     "FORK",
     "FORKED",
     "KINDS",
@@ -61,7 +62,9 @@ __all__ = [
     "RETRACT",
     "STORED_AT_KEY",
     "Control",
+    "CountMark",
     "control_record",
+    "count_mark",
     "is_control_data",
     "parse_entry",
     "parse_stamped",
@@ -80,6 +83,12 @@ KINDS: frozenset[str] = frozenset({RETRACT, CHECKPOINT, FORK, FORKED, BASE, REBA
 #: The key of a message's ``additional_properties`` under which the core stores the time the
 #: message was stored; reserved: reading a message removes it.
 STORED_AT_KEY = "chatkeep.stored_at"
+#: The key of a message's ``additional_properties`` under which
+#: :class:`~chatkeep.core.HistoryProvider` stores, in the last message of a batch, the view's
+#: running message count (see :class:`CountMark`); reserved: reading a message removes it.
+COUNT_KEY = "chatkeep.count"
+# The core's own keys, taken out of every message read.
+_RESERVED = (STORED_AT_KEY, COUNT_KEY)
 
 #: How the codec's message records begin (what the fast paths test for).
 MESSAGE_HEAD = b'{"type":"message"'
@@ -170,16 +179,64 @@ def _control(raw: Mapping[str, Any], kind: str) -> Control:
 
 
 def _take_stamp(message: Message) -> str | None:
-    """Remove the core's storage time from ``message`` (decoded just now) and return it."""
+    """Remove the core's reserved keys (storage time, running count) from ``message``
+    (decoded just now) and return the storage time."""
     properties = message.additional_properties
-    if STORED_AT_KEY not in properties:
+    if STORED_AT_KEY not in properties and COUNT_KEY not in properties:
         return None
-    stamp = properties[STORED_AT_KEY]
+    stamp = properties.get(STORED_AT_KEY)
     # A new dict, not pop(): the decoder may share dicts with what it was given.
     message.additional_properties = {
-        key: value for key, value in properties.items() if key != STORED_AT_KEY
+        key: value for key, value in properties.items() if key not in _RESERVED
     }
     return stamp if isinstance(stamp, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class CountMark:
+    """A running count, as stored in a batch's last message under :data:`COUNT_KEY`.
+
+    ``n``: the view's message count once the batch was appended; ``after``: the id of the
+    log's last record before the batch (``None``: the log was empty); ``k``: how many
+    records the batch has. It is a claim, not a fact: it holds only if the record ``k + 1``
+    back from the one carrying it is ``after`` (or, for ``after=None``, the batch starts
+    the log). Anyone appending in between, or a forged mark, breaks that chain, and then
+    the mark must not be used.
+    """
+
+    n: int
+    after: str | None
+    k: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object stored under :data:`COUNT_KEY`."""
+        return {"n": self.n, "after": self.after, "k": self.k}
+
+
+def count_mark(data: bytes | Mapping[str, Any]) -> CountMark | None:
+    """The :class:`CountMark` a message record carries, or ``None`` (no mark, a control
+    record, damaged data, or a mark with fields of the wrong type or range)."""
+    if isinstance(data, (bytes, bytearray)):
+        if not data.startswith(MESSAGE_HEAD) or COUNT_KEY.encode() not in data:
+            return None
+        try:
+            raw: Any = json.loads(data)
+        except (ValueError, RecursionError):
+            return None
+    else:
+        raw = data
+    if not isinstance(raw, dict) or raw.get("type") != "message":
+        return None
+    properties = raw.get("additional_properties")
+    mark = properties.get(COUNT_KEY) if isinstance(properties, dict) else None
+    if not isinstance(mark, dict):
+        return None
+    n, after, k = mark.get("n"), mark.get("after"), mark.get("k")
+    if type(n) is not int or type(k) is not int or n < 0 or k < 1:
+        return None
+    if after is not None and not isinstance(after, str):
+        return None
+    return CountMark(n, after, k)
 
 
 def _names(kinds: type | tuple[type, ...]) -> str:
@@ -195,7 +252,8 @@ def parse_entry(data: bytes | Mapping[str, Any]) -> Message | Control:
     A message comes back without the core's storage time (see :func:`parse_stamped`)."""
     if type(data) is bytes and data.startswith(MESSAGE_HEAD):
         message = decode_message(data)  # the codec's own output: the fast path
-        if STORED_AT_KEY in message.additional_properties:
+        properties = message.additional_properties
+        if STORED_AT_KEY in properties or COUNT_KEY in properties:
             _take_stamp(message)
         return message
     return parse_stamped(data)[0]

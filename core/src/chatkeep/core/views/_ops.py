@@ -27,12 +27,18 @@ __all__ = [
 @dataclass(frozen=True)
 class ViewRead:
     """A view read: the messages (oldest first), whether ``limit`` cut older ones off, and
-    the id of the newest record of the log (what a checkpoint written now would cover)."""
+    the id of the newest record of the log (what a checkpoint written now would cover).
+
+    ``count``: how many messages the whole view has, when that is known for sure: the read
+    was not cut off (``len(messages)``), or the newest record is a message carrying a
+    running count that the records read verify (see
+    :class:`~chatkeep.core.views._control.CountMark`); else ``None``."""
 
     messages: list[Message]
     truncated: bool
     newest_record_id: str | None
     stored_ids: frozenset[str] = frozenset()
+    count: int | None = None
 
 
 def view_program(
@@ -46,7 +52,8 @@ def view_program(
     yield from walk_chain(builder, session_id)
     messages = builder.finish()
     stored = frozenset(builder.stored_ids or ())
-    return ViewRead(messages, builder.truncated, builder.newest_record_id, stored)
+    count = builder.verified_count() if builder.truncated else len(messages)
+    return ViewRead(messages, builder.truncated, builder.newest_record_id, stored, count)
 
 
 def _turn_starts(view: Sequence[Message], complete: bool) -> list[int]:

@@ -5,7 +5,9 @@ view's own walk for the count), so it must work unchanged on every backend: thes
 prove it on the one under test, that describing a long compacted session reads a
 bounded number of records, that an uncompacted one is counted within
 :data:`~chatkeep.core.metadata.COUNT_WALK` records (a lower bound past it), and that a
-damaged session is listed, not raised. :class:`SessionListingTests` needs ``list_sessions``.
+damaged session is listed, not raised, and that the running count HistoryProvider keeps in
+its records counts a long session exactly in a few small reads.
+:class:`SessionListingTests` needs ``list_sessions``.
 """
 
 from __future__ import annotations
@@ -135,6 +137,33 @@ class SessionMetadataTests(ConformanceBase):
 
 def _prefix() -> str:
     return f"ck-meta-{uuid.uuid4().hex}-"
+
+    def test_a_running_count_counts_a_long_session_in_two_small_reads(
+        self, chatkeep_store: Store
+    ) -> None:
+        session_id = new_session_id("meta-running")
+        total = COUNT_WALK + 50
+        messages = [Message.user(f"m{n}", message_id=f"m{n:05d}") for n in range(total)]
+        chatkeep_store.append(session_id, encode_records(messages, stored_at="2026-01-01"))
+        session = AgentSession(session_id)
+        whole, windowed = (
+            HistoryProvider(chatkeep_store),
+            HistoryProvider(chatkeep_store, max_messages=8),
+        )
+
+        async def run() -> None:
+            for provider in (whole, windowed, windowed):  # the first load reads the whole view
+                sent = await provider.invoking(session, [Message.user("q", message_id=new_id())])
+                response = [Message.assistant("a", message_id=new_id())]
+                await provider.invoked(session, sent, response)
+
+        asyncio.run(run())
+        counting = _CountingReads(chatkeep_store)
+        info = describe_session(Store(counting), session_id)
+        assert (info.messages, info.messages_exact) == (total + 6, True)
+        # Head, tail and the running count's check: no walk.
+        assert counting.returned <= HEAD + 1 + 2, counting.returned
+        assert info.messages == len(read_view(chatkeep_store, session_id))
 
 
 class SessionListingTests(ConformanceBase):
