@@ -60,6 +60,20 @@ def _item_of_record(record: Record) -> dict[str, Any] | None:
     return item_of_dict(raw)
 
 
+def _items_of_records(records: Sequence[Record] | None) -> list[TResponseInputItem] | None:
+    """The items of a plain tail (see :func:`_item_of_record`), or ``None`` when there is
+    no plain tail or one of its records needs the view."""
+    if records is None:
+        return None
+    items: list[Any] = []
+    for record in records:
+        item = _item_of_record(record)
+        if item is None:
+            return None
+        items.append(item)
+    return cast(list[TResponseInputItem], items)
+
+
 def _limit(explicit: int | None, settings: SessionSettings | None) -> int | None:
     """The number of newest items to return; ``None`` for all. As the SDK's
     ``SQLiteSession``: an explicit ``limit`` wins over ``session_settings.limit``; 0 means
@@ -229,30 +243,16 @@ class ChatkeepSession:
         # The fast path: plain message records decoded straight to items (no Message
         # objects); anything else (control records, tagged values, messages other
         # chatkeep code wrote, damage) goes through the view, which reports damage.
-        records = plain_tail(self._store, self.session_id, count)
-        if records is not None:
-            items: list[Any] = []
-            for record in records:
-                item = _item_of_record(record)
-                if item is None:
-                    break
-                items.append(item)
-            else:
-                return cast(list[TResponseInputItem], items)
+        items = _items_of_records(plain_tail(self._store, self.session_id, count))
+        if items is not None:
+            return items
         return self._items(self._read(count), count)
 
     async def _aread_items(self, count: int | None) -> list[TResponseInputItem]:
         # _read_items awaited on the caller's loop (a store with loop-safe async hooks).
-        records = await aplain_tail(self._store, self.session_id, count)
-        if records is not None:
-            items: list[Any] = []
-            for record in records:
-                item = _item_of_record(record)
-                if item is None:
-                    break
-                items.append(item)
-            else:
-                return cast(list[TResponseInputItem], items)
+        items = _items_of_records(await aplain_tail(self._store, self.session_id, count))
+        if items is not None:
+            return items
         messages = await aread_view(self._store, self.session_id, limit=count)
         return self._items(messages, count)
 
