@@ -8,15 +8,21 @@ What each peer's turn is (their documented way to load history before a model ca
 store the exchange after it; ``[-50:]`` is applied by us where the API has no limit):
 
 - OpenAI Agents SDK sessions: ``get_items(limit=50)`` + ``add_items([user, assistant])``
-  (items are the SDK's input dicts, ``{"role": ..., "content": text}``).
+  (items are the SDK's input dicts, ``{"role": ..., "content": text}``; a tool exchange is
+  a ``function_call`` item and its ``function_call_output``).
 - LangChain message histories: ``history.messages[-50:]`` + ``add_messages([Human, AI])``.
 - Microsoft Agent Framework history providers: ``get_messages(session_id)[-50:]`` +
   ``save_messages(session_id, [user, assistant])`` (what ``before_run``/``after_run`` call).
+
+Every fifth exchange is a tool call and its result (:func:`.workload.exchange`), in each
+framework's own form: an assistant message with one function call, a tool message with
+its result.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -32,7 +38,7 @@ from .variants import (
     batches,
     role_of,
 )
-from .workload import WINDOW, text
+from .workload import TOOL, WINDOW, arguments, call_id, exchange, message_dict, role, text
 
 __all__ = [
     "AgentsSessions",
@@ -59,9 +65,15 @@ def optional(
 # -- OpenAI Agents SDK -----------------------------------------------------------------------
 
 
-def agents_item(role: str, number: int) -> dict[str, Any]:
-    """An Agents SDK input item for a message."""
-    return {"role": role, "content": text(number)}
+def agents_item(kind: str, number: int) -> dict[str, Any]:
+    """An Agents SDK input item for a message of ``kind``."""
+    if kind == "call":
+        return {"type": "function_call", "call_id": call_id(number), "name": TOOL,
+                "arguments": arguments(number)}  # fmt: skip
+    if kind == "result":
+        output = message_dict(kind, number, "")["contents"][0]["result"]
+        return {"type": "function_call_output", "call_id": call_id(number), "output": output}
+    return {"role": kind, "content": text(number)}
 
 
 class AgentsSessions(AsyncVariant):
@@ -105,7 +117,7 @@ class AgentsSessions(AsyncVariant):
     async def turn(self, session_id: str, number: int) -> None:
         session = self._session(session_id)
         await session.get_items(limit=WINDOW)
-        await session.add_items([agents_item("user", number), agents_item("assistant", number)])
+        await session.add_items([agents_item(kind, number) for kind in exchange(number)])
 
     async def load(self, session_id: str) -> object:
         return await self._session(session_id).get_items(limit=WINDOW)
@@ -152,11 +164,16 @@ class LangChainHistories(Variant):
         return history
 
     @staticmethod
-    def _messages(role: str, number: int) -> Any:
-        from langchain_core.messages import AIMessage, HumanMessage
+    def _messages(kind: str, number: int) -> Any:
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-        kind = HumanMessage if role == "user" else AIMessage
-        return kind(content=text(number))
+        if kind == "call":
+            call = {"name": TOOL, "args": json.loads(arguments(number)), "id": call_id(number)}
+            return AIMessage(content="", tool_calls=[call])
+        if kind == "result":
+            output = message_dict(kind, number, "")["contents"][0]["result"]
+            return ToolMessage(content=output, tool_call_id=call_id(number))
+        return (HumanMessage if kind == "user" else AIMessage)(content=text(number))
 
     def fill(self, session_id: str, count: int) -> None:
         history = self._history(session_id)
@@ -166,7 +183,7 @@ class LangChainHistories(Variant):
     def turn(self, session_id: str, number: int) -> None:
         history = self._history(session_id)
         history.messages[-WINDOW:]  # the load is the point
-        history.add_messages([self._messages("user", number), self._messages("assistant", number)])
+        history.add_messages([self._messages(kind, number) for kind in exchange(number)])
 
     def load(self, session_id: str) -> object:
         return self._history(session_id).messages[-WINDOW:]
@@ -180,11 +197,18 @@ class LangChainHistories(Variant):
 # -- Microsoft Agent Framework --------------------------------------------------------------
 
 
-def maf_message(role: str, number: int) -> Any:
-    """A MAF ``Message`` with an id (as a chat client's response has)."""
-    from agent_framework import Message
+def maf_message(kind: str, number: int) -> Any:
+    """A MAF ``Message`` of ``kind`` with an id (as a chat client's response has)."""
+    from agent_framework import Content, Message
 
-    return Message(role, [text(number)], message_id=new_id())
+    if kind == "call":
+        call = Content.from_function_call(call_id(number), TOOL, arguments=arguments(number))
+        return Message("assistant", [call], message_id=new_id())
+    if kind == "result":
+        output = message_dict(kind, number, "")["contents"][0]["result"]
+        result = Content.from_function_result(call_id(number), result=output)
+        return Message("tool", [result], message_id=new_id())
+    return Message(role(kind), [text(number)], message_id=new_id())
 
 
 class MafProvider(AsyncVariant):
@@ -231,7 +255,7 @@ class MafProvider(AsyncVariant):
         state = self._state(session_id)
         (await self._provider.get_messages(session_id, state=state))[-WINDOW:]
         await self._provider.save_messages(
-            session_id, [maf_message("user", number), maf_message("assistant", number)], state=state
+            session_id, [maf_message(kind, number) for kind in exchange(number)], state=state
         )
 
     async def load(self, session_id: str) -> object:

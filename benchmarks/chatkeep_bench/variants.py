@@ -29,7 +29,7 @@ from chatkeep.core import (
     read_view,
 )
 
-from .workload import WINDOW, message, record
+from .workload import WINDOW, exchange, kind_of, message, record
 
 __all__ = [
     "AsyncVariant",
@@ -61,8 +61,9 @@ def batches(count: int, size: int = FILL_BATCH) -> Iterator[range]:
 
 
 def role_of(number: int) -> str:
-    """Histories alternate user and assistant messages."""
-    return "user" if number % 2 == 0 else "assistant"
+    """The kind of history message ``number`` (:func:`.workload.kind_of`: user and
+    assistant messages, every fifth exchange a tool call and its result)."""
+    return kind_of(number)
 
 
 class Variant:
@@ -154,7 +155,7 @@ AnyVariant = Variant | AsyncVariant
 
 
 def _exchange(number: int) -> list[Record]:
-    return [record("user", number), record("assistant", number)]
+    return [record(kind, number) for kind in exchange(number)]
 
 
 def _fill_store(store: Store, session_id: str, count: int) -> None:
@@ -231,11 +232,8 @@ class ChatkeepSyncMessages(ChatkeepStore):
 
     def turn(self, session_id: str, number: int) -> None:
         read_view(self.store, session_id, limit=WINDOW)
-        exchange = [
-            message("user", number, new_id()),
-            message("assistant", number, new_id()),
-        ]
-        self.store.append(session_id, encode_records(exchange))
+        messages = [message(kind, number, new_id()) for kind in exchange(number)]
+        self.store.append(session_id, encode_records(messages))
 
     def load(self, session_id: str) -> object:
         return read_view(self.store, session_id, limit=WINDOW)
@@ -322,9 +320,10 @@ class ChatkeepHistoryProvider(ChatkeepAsyncStore):
     async def turn(self, session_id: str, number: int) -> None:
         assert self._provider is not None
         session = self._session(session_id)
-        request = [message("user", number)]
+        asked, answered = exchange(number)
+        request = [message(asked, number)]
         await self._provider.invoking(session, request)
-        await self._provider.invoked(session, request, [message("assistant", number)])
+        await self._provider.invoked(session, request, [message(answered, number)])
 
     async def load(self, session_id: str) -> object:
         assert self._provider is not None

@@ -33,7 +33,7 @@ from ..variants import (
     batches,
     role_of,
 )
-from ..workload import WINDOW, encode_dict, message_dict, payload
+from ..workload import WINDOW, encode_dict, exchange, message_dict, payload
 from . import BackendRun, Context, ServiceMissing
 
 __all__ = ["RawAzureBlob", "setup"]
@@ -118,7 +118,7 @@ class RawAzureBlob(Variant):
 
     def turn(self, session_id: str, number: int) -> None:
         self.load(session_id)
-        self._append(session_id, [self._data("user", number), self._data("assistant", number)])
+        self._append(session_id, [self._data(kind, number) for kind in exchange(number)])
 
 
 def _listening(port: int) -> bool:

@@ -34,7 +34,7 @@ from ..variants import (
     batches,
     role_of,
 )
-from ..workload import WINDOW, encode_dict, message_dict, payload
+from ..workload import WINDOW, encode_dict, exchange, message_dict, payload
 from . import BackendRun, Context, ServiceMissing
 
 __all__ = ["RawPostgres", "RawPostgresAsync", "setup"]
@@ -79,12 +79,12 @@ class _Statements:
 
 def _exchange(session_id: str, decode: bool, number: int) -> tuple[Any, ...]:
     params: list[Any] = []
-    for role in ("user", "assistant"):
+    for kind in exchange(number):
         message_id = new_id()
         data = (
-            encode_dict(message_dict(role, number, message_id))
+            encode_dict(message_dict(kind, number, message_id))
             if decode
-            else payload(role, number % 128)
+            else payload(kind, number % 128)
         )
         params += [session_id, message_id, data]
     return tuple(params)

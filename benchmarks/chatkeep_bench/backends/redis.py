@@ -33,7 +33,7 @@ from ..variants import (
     batches,
     role_of,
 )
-from ..workload import WINDOW, encode_dict, message_dict, payload
+from ..workload import WINDOW, encode_dict, exchange, message_dict, payload
 from . import BackendRun, Context, ServiceMissing
 
 __all__ = ["RawRedis", "RawRedisAsync", "setup"]
@@ -50,10 +50,11 @@ def _with_query(url: str, **options: str) -> str:
 def _exchange(decode: bool, number: int) -> tuple[bytes, bytes]:
     if decode:
         first, second = (
-            encode_dict(message_dict(role, number, new_id())) for role in ("user", "assistant")
+            encode_dict(message_dict(kind, number, new_id())) for kind in exchange(number)
         )
         return first, second
-    return payload("user", number % 128), payload("assistant", number % 128)
+    asked, answered = exchange(number)
+    return payload(asked, number % 128), payload(answered, number % 128)
 
 
 class RawRedis(Variant):

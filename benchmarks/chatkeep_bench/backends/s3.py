@@ -31,7 +31,7 @@ from ..variants import (
     batches,
     role_of,
 )
-from ..workload import WINDOW, encode_dict, message_dict, payload
+from ..workload import WINDOW, encode_dict, exchange, message_dict, payload
 from . import BackendRun, Context, ServiceMissing
 
 __all__ = ["RawS3", "setup"]
@@ -115,7 +115,7 @@ class RawS3(Variant):
 
     def turn(self, session_id: str, number: int) -> None:
         self.load(session_id)
-        self._put(session_id, [self._data("user", number), self._data("assistant", number)])
+        self._put(session_id, [self._data(kind, number) for kind in exchange(number)])
 
 
 def _free_port() -> int:

@@ -31,7 +31,7 @@ from ..variants import (
     batches,
     role_of,
 )
-from ..workload import WINDOW, encode_dict, message_dict, payload
+from ..workload import WINDOW, encode_dict, exchange, message_dict, payload
 from . import BackendRun, Context
 
 __all__ = ["RawSQLite", "setup"]
@@ -116,14 +116,11 @@ class RawSQLite(Variant):
     def _rows(self, number: int) -> list[tuple[str, bytes]]:
         if self._decode:
             rows = []
-            for role in ("user", "assistant"):
+            for kind in exchange(number):
                 message_id = new_id()
-                rows.append((message_id, encode_dict(message_dict(role, number, message_id))))
+                rows.append((message_id, encode_dict(message_dict(kind, number, message_id))))
             return rows
-        return [
-            (new_id(), payload("user", number % 128)),
-            (new_id(), payload("assistant", number % 128)),
-        ]
+        return [(new_id(), payload(kind, number % 128)) for kind in exchange(number)]
 
     def load(self, session_id: str) -> object:
         if self._full:
