@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import functools
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -65,6 +66,7 @@ __all__ = [
     "message_from_dict",
     "message_to_dict",
     "parse_json",
+    "plain_decoder",
 ]
 
 MARKER = "__chatkeep__"
@@ -103,6 +105,115 @@ def _fast_loads() -> Callable[[bytes | str], Any]:
 
 
 _parser: Callable[[bytes | str], Any] | None = None
+
+
+def _typed_decoder() -> Callable[[bytes], Message | None]:
+    """msgspec decoding straight into typed structures, for the message shape chatkeep and
+    MAF write with nothing else in it: text, function call and function result contents,
+    the modeled fields only. Anything else (another content type, a field chatkeep does not
+    model, a value of another type, bad JSON) is refused (``None``) and decoded by the
+    general path, so what it accepts decodes to exactly what that path gives."""
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - msgspec is a dependency on CPython
+        return lambda data: None
+
+    # The fields and their types are those _content_from_dict / _message_from_dict accept
+    # without raising and without anything going to ``extra``; msgspec takes the last of
+    # duplicated keys, as json.loads does, and refuses a duplicated tag.
+    # (defstruct, not class statements: this module's annotations are strings, which
+    # msgspec could not resolve for classes local to this function.)
+    properties = ("additional_properties", dict[str, Any] | None, None)
+    struct = functools.partial(msgspec.defstruct, forbid_unknown_fields=True)
+    tagged = functools.partial(struct, tag_field="type")
+    _Text = tagged("_Text", [("text", str), properties], tag="text")
+    _Call = tagged(
+        "_Call",
+        [("call_id", str), ("name", str), ("arguments", Any, None), properties],
+        tag="function_call",
+    )
+    _Result = tagged(
+        "_Result",
+        [("call_id", str), ("result", Any, None), ("exception", Any, None), properties],
+        tag="function_result",
+    )
+    _Message = struct(
+        "_Message",
+        [
+            ("type", str),
+            ("role", str),
+            ("contents", list[_Text | _Call | _Result], []),  # type: ignore[valid-type]
+            ("author_name", str | None, None),
+            ("message_id", str | None, None),
+            properties,
+        ],
+    )
+
+    decode = msgspec.json.Decoder(_Message).decode
+    new = object.__new__
+    marker = _MARKER_BYTES
+
+    def typed(data: bytes) -> Message | None:
+        if marker in data:  # tagged values: only the general path reads them back
+            return None
+        try:
+            raw: Any = decode(data)
+        except Exception:  # refused: the general path decides (and raises what it raises)
+            return None
+        if raw.type not in _MESSAGE_TYPES or not raw.role:
+            return None
+        contents: list[Content] = []
+        for item in raw.contents:
+            kind = type(item)
+            content: Content
+            if kind is _Text:
+                content = new(TextContent)
+                content.type = "text"
+                content.text = item.text
+            elif kind is _Call:
+                content = new(FunctionCallContent)
+                content.type = "function_call"
+                content.call_id = item.call_id
+                content.name = item.name
+                content.arguments = item.arguments
+            else:
+                content = new(FunctionResultContent)
+                content.type = "function_result"
+                content.call_id = item.call_id
+                content.result = item.result
+                content.exception = item.exception
+            content.additional_properties = item.additional_properties or {}
+            content.extra = {}
+            contents.append(content)
+        # Every field was checked by msgspec: skip Message.__post_init__, as below.
+        message: Message = new(Message)
+        message.role = raw.role
+        message.contents = contents
+        message.author_name = raw.author_name
+        message.message_id = raw.message_id
+        message.additional_properties = raw.additional_properties or {}
+        message.extra = {}
+        return message
+
+    return typed
+
+
+_typed: Callable[[bytes], Message | None] | None = None
+
+
+def _init_typed() -> Callable[[bytes], Message | None]:
+    global _typed
+    _typed = _typed_decoder()
+    return _typed
+
+
+def plain_decoder() -> Callable[[bytes], Message | None]:
+    """The codec's one-step decoder of a stored message, for loops over many records (the
+    view builder): ``decoder(data)`` is ``decode_message(data)`` for the message shape it
+    models (text, function call and function result contents, the modeled fields only, no
+    tagged values), else ``None``: then call :func:`decode_message`, which decides.
+    Imports msgspec on the first call, not with the core."""
+    return _typed or _init_typed()
 
 
 def parse_json(data: bytes | str) -> Any:
@@ -572,6 +683,9 @@ def decode_message(data: bytes) -> Message:
     """Decode bytes written by :func:`encode_message` (or a MAF message's JSON). Raises
     :class:`~chatkeep.core.errors.InvalidMessage` (a ``ValueError``) on bad input; callers
     reading a store turn it into ``CorruptRecord`` with the record's position."""
+    message = (_typed or _init_typed())(data)  # the usual shape, in one step
+    if message is not None:
+        return message
     try:
         raw = (_parser or _init_parser())(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -161,14 +161,20 @@ def _walk_tail(sink: Sink, session_id: str) -> Program[tuple[str, Control, str] 
     at_start = len(records) < size
     consumed = 0
     oldest: Record | None = None
+    feed_many = getattr(sink, "feed_many", None)
     while True:
         count = len(records)
-        for index in range(count - 1, -1, -1):
-            record = records[index]
-            position = index if at_start else -(consumed + count - index)
-            sink.feed(record.id, record.data, session_id, position)
+        if feed_many is not None:  # a view builder: one call per slice
+            feed_many(records, session_id, 0 if at_start else -(consumed + count))
             if sink.done:
                 return None
+        else:
+            for index in range(count - 1, -1, -1):
+                record = records[index]
+                position = index if at_start else -(consumed + count - index)
+                sink.feed(record.id, record.data, session_id, position)
+                if sink.done:
+                    return None
         if records:
             oldest = records[0]
         if at_start:
@@ -213,12 +219,18 @@ def _walk_parent(
     size = _first_size(sink.wanted())
     end, records = yield from resolve_fork_point(child, fork, fork_id, size)
     start = end - len(records)
+    feed_many = getattr(sink, "feed_many", None)
     while True:
-        for index in range(len(records) - 1, -1, -1):
-            record = records[index]
-            sink.feed(record.id, record.data, parent, start + index)
+        if feed_many is not None:
+            feed_many(records, parent, start)
             if sink.done:
                 return None
+        else:
+            for index in range(len(records) - 1, -1, -1):
+                record = records[index]
+                sink.feed(record.id, record.data, parent, start + index)
+                if sink.done:
+                    return None
         if start <= 0:
             if not records:
                 return None
