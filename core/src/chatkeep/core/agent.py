@@ -10,13 +10,13 @@ when the run completes, and nothing when it fails.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
+from ._loop import run_blocking
 from .chat import (
     ChatClient,
     ChatResponse,
@@ -492,8 +492,12 @@ class Agent:
         input: str | Message | Sequence[Message],
         session: AgentSession | None = None,
     ) -> AgentResponse:
-        """Blocking :meth:`run` for code without an event loop."""
-        return asyncio.run(self.run(input, session))
+        """Blocking :meth:`run` for code without an event loop.
+
+        Each thread keeps one event loop for these calls and reuses it (no new loop per
+        turn, as ``asyncio.run`` would make); calling it from a running loop raises
+        ``RuntimeError`` (``await agent.run(...)`` there)."""
+        return run_blocking(self.run(input, session))
 
     @staticmethod
     def _with_ids(messages: Sequence[Message]) -> list[Message]:

@@ -24,11 +24,11 @@ conversation loads in proportion to its view, not its transcript. Every function
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._loop import run_blocking
 from ..errors import CapabilityMissing
 from ..messages import Message
 from ..store import Store
@@ -218,7 +218,7 @@ def compact(store: Store, session_id: str, reducer: ReduceFunction) -> Checkpoin
         return None
     reduced: Any = reducer(list(read.messages))
     if inspect.isawaitable(reduced):
-        reduced = asyncio.run(_await(reduced))
+        reduced = run_blocking(_await(reduced))
     checkpoint = Checkpoint.between(read.messages, reduced, read.newest_record_id)
     if checkpoint is not None:
         run(store, checkpoint_program(session_id, checkpoint))
