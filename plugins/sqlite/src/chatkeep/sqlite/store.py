@@ -52,7 +52,7 @@ from .sql import SELECT_SESSION as _SELECT_SESSION
 from .sql import SELECT_SESSION_ID as _SELECT_SESSION_ID
 from .sql import SELECT_STORED as _SELECT_STORED
 from .sql import UPDATE_SESSION as _UPDATE_SESSION
-from .sql import pragma, read_statement
+from .sql import pragma, read_positions_statement, read_statement
 
 __all__ = ["MAX_RECORDS", "MAX_SESSIONS", "SQLiteStore", "prefix_successor", "read_statement"]
 
@@ -64,6 +64,10 @@ _PURGE_INTERVAL = 60.0  # seconds between lazy purges (shorter when the ttl is)
 
 #: Kept for code that imported it: :func:`chatkeep.core.backend.prefix_upper_bound`.
 prefix_successor = prefix_upper_bound
+
+#: ``_as_record((record_id, data))`` is ``Record(record_id, data)``, built without running
+#: Python code per row (a NamedTuple's own ``__new__`` is a Python function).
+_as_record: Callable[[tuple[str, bytes]], Record] = functools.partial(tuple.__new__, Record)
 
 
 # -- connections -------------------------------------------------------------------------------
@@ -486,13 +490,40 @@ class SQLiteStore:
         sql, bounds = read_statement(start, stop)
         handle = self._handle()
         now = self._clock()
+        key = self._key(session_id)
         with handle.lock, self._faults.mapped():
             if self._no_tables and self._tables_missing(handle.connection):
                 return []
-            key = self._key(session_id)
-            rows = handle.connection.execute(sql, (key, now, *bounds)).fetchall()
+            rows: list[Any] = handle.connection.execute(sql, (key, now, *bounds)).fetchall()
         if not rows:
             return []  # no such (live) session
+        head = rows[0]
+        if head[1] is None and type(head[0]) is int:
+            del rows[0]
+            if len(rows) == len(range(head[0])[start:stop]):
+                # The rows are (record_id, data) pairs already: make each a Record in C.
+                return list(map(_as_record, rows))
+        # A record is missing from its range (or the driver ordered the rows unexpectedly):
+        # read the slice again with each record's position.
+        return self._read_positioned(handle, session_id, key, start=start, stop=stop, now=now)
+
+    def _read_positioned(
+        self,
+        handle: _Handle,
+        session_id: str,
+        key: str,
+        *,
+        start: int,
+        stop: int | None,
+        now: float,
+    ) -> list[Record]:
+        """The read of a short range: return it if it is whole now, else raise
+        :class:`~chatkeep.core.CorruptRecord` naming the first missing position."""
+        sql, bounds = read_positions_statement(start, stop)
+        with handle.lock, self._faults.mapped():
+            rows = handle.connection.execute(sql, (key, now, *bounds)).fetchall()
+        if not rows:
+            return []  # deleted or expired since
         wanted = range(rows[0][3])[start:stop]
         if rows[0][0] is None:
             if not wanted:
