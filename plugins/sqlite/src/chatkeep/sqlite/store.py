@@ -44,6 +44,8 @@ from .sql import DAMAGE as _DAMAGE
 from .sql import DELETE_RECORDS as _DELETE_RECORDS
 from .sql import DELETE_SESSION as _DELETE_SESSION
 from .sql import INSERT_RECORD as _INSERT_RECORD
+from .sql import INSERT_RECORDS as _INSERT_RECORDS
+from .sql import INSERT_ROWS_MAX as _INSERT_ROWS_MAX
 from .sql import INSERT_SESSION as _INSERT_SESSION
 from .sql import LIST_SQL as _LIST_SQL
 from .sql import SELECT_EXPIRED as _SELECT_EXPIRED
@@ -801,10 +803,16 @@ def _append(
     if length + count > MAX_RECORDS:
         raise StoreFull(f"session {label(session_id)!r} would exceed {MAX_RECORDS:,} records")
     base = (session << SEQ_BITS) + length
-    inserted = connection.executemany(
-        _INSERT_RECORD,
-        [(base + offset, session, record.id, record.data) for offset, record in enumerate(records)],
-    ).rowcount
+    if count <= _INSERT_ROWS_MAX:  # the usual batch (a turn's few messages): one statement
+        parameters: list[Any] = []
+        for offset, record in enumerate(records):
+            parameters += (base + offset, session, record.id, record.data)
+        inserted = connection.execute(_INSERT_RECORDS[count], parameters).rowcount
+    else:
+        inserted = connection.executemany(
+            _INSERT_RECORD,
+            [(base + offset, session, rec.id, rec.data) for offset, rec in enumerate(records)],
+        ).rowcount
     if inserted != count:
         # Some ids were stored already (a retried batch): OR IGNORE left holes in seq. An id
         # stored with other data refuses the whole batch (the transaction rolls back).
