@@ -12,6 +12,7 @@ from chatkeep.core import Record
 from chatkeep.sqlite import IncompatibleSchema, SQLiteStore
 from chatkeep.sqlite import store as store_module
 from chatkeep.sqlite.schema import LATEST_VERSION, MIGRATIONS, Migration, migrate, schema_version
+from chatkeep.sqlite.sql import read_positions_statement
 from chatkeep.sqlite.store import read_statement
 
 
@@ -140,10 +141,40 @@ def test_every_read_is_one_indexed_range(populated: sqlite3.Connection, name: st
     start, stop = SLICES[name]
     sql, bounds = read_statement(start, stop)
     plan = _plan(populated, sql, ("s1", 0.0, *bounds))
+    searches = [step for step in plan if step.startswith("SEARCH")]
+    assert searches == [
+        "SEARCH chatkeep_sessions USING INDEX sqlite_autoindex_chatkeep_sessions_1 (session_id=?)",
+        "SEARCH chatkeep_records USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)",
+    ], plan
+    # The only scans are of the one-row session header the statement materialises.
+    assert all(step == "SCAN s" for step in plan if "SCAN" in step), plan
+    assert not any("TEMP B-TREE" in step for step in plan), plan
+
+
+@pytest.mark.parametrize("name", SLICES)
+def test_the_positioned_read_is_one_indexed_range(populated: sqlite3.Connection, name: str) -> None:
+    start, stop = SLICES[name]
+    sql, bounds = read_positions_statement(start, stop)
+    plan = _plan(populated, sql, ("s1", 0.0, *bounds))
     assert len(plan) == 2, plan
     assert plan[0].startswith("SEARCH s USING INDEX sqlite_autoindex_chatkeep_sessions_1")
     assert plan[1] == "SEARCH r USING INTEGER PRIMARY KEY (rowid>? AND rowid<?) LEFT-JOIN"
-    assert not any("SCAN" in step or "TEMP B-TREE" in step for step in plan), plan
+
+
+@pytest.mark.parametrize("name", SLICES)
+def test_both_read_statements_return_the_same_slice(store: SQLiteStore, name: str) -> None:
+    store.append("s", [Record(f"r{i}", b"%d" % i) for i in range(100)])
+    connection = store._handle().connection
+    start, stop = SLICES[name]
+    sql, bounds = read_statement(start, stop)
+    header, *rows = connection.execute(sql, ("s", 0.0, *bounds)).fetchall()
+    positioned, positioned_bounds = read_positions_statement(start, stop)
+    expected = [Record(f"r{i}", b"%d" % i) for i in range(100)][start:stop]
+    assert header == (100, None)
+    assert rows == [tuple(record) for record in expected]
+    full = connection.execute(positioned, ("s", 0.0, *positioned_bounds)).fetchall()
+    assert [(row[0], row[1]) for row in full if row[0] is not None] == rows
+    assert store.read("s", start, stop) == expected
 
 
 def _steps(connection: sqlite3.Connection, sql: str, parameters: tuple[object, ...]) -> int:

@@ -10,7 +10,7 @@ from typing import cast
 
 import pytest
 
-from chatkeep.core import Record, StoreUnavailable
+from chatkeep.core import CorruptRecord, Record, RecordConflict, StoreUnavailable
 from chatkeep.sqlite import SQLiteStore, StoreFull
 from chatkeep.sqlite import store as store_module
 from chatkeep.sqlite.store import prefix_successor
@@ -69,6 +69,49 @@ def test_individually_stored_ids_are_skipped(store: SQLiteStore, raw: sqlite3.Co
     # seq stays gap-free, so negative slices remain exact after a partial retry.
     assert seqs(raw, "s") == [0, 1, 2, 3, 4]
     assert [r.id for r in store.read("s", -2)] == ["y", "z"]
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 8, 9, 20])
+def test_batches_of_any_size_stay_gap_free_under_retries(
+    store: SQLiteStore, raw: sqlite3.Connection, size: int
+) -> None:
+    # Up to INSERT_ROWS_MAX records are one multi-row INSERT, larger batches executemany:
+    # both keep seq contiguous when a retried batch meets ids stored already.
+    first = records(*(f"a{i}" for i in range(size)))
+    store.append("s", first)
+    mixed = records(*(f"b{i}" for i in range(size)))
+    retry = [item for pair in zip(first, mixed, strict=True) for item in pair]  # old, new, ...
+    store.append("s", retry[:size])
+    new = [record for record in retry[:size] if record.id.startswith("b")]
+    assert store.read("s") == first + new
+    assert seqs(raw, "s") == list(range(size + len(new)))
+    assert store.read("s", -1) == (first + new)[-1:]
+    with pytest.raises(RecordConflict):
+        store.append("s", [Record(f"c{i}", b"c") for i in range(size - 1)] + [Record("a0", b"?")])
+    assert store.read("s") == first + new
+
+
+def test_reads_return_records(store: SQLiteStore) -> None:
+    store.append("s", records("a", "b", "c"))
+    for result in (store.read("s"), store.read("s", -2), store.read("s", 1, 2)):
+        assert result and all(type(record) is Record for record in result)
+        assert [(record.id, record.data) for record in result] == [tuple(r) for r in result]
+    assert store.read("s", 1, 2) == [Record("b", b"data-b")]
+
+
+def test_a_missing_record_is_named_by_its_position(
+    store: SQLiteStore, raw: sqlite3.Connection
+) -> None:
+    store.append("s", records(*(f"r{i}" for i in range(10))))
+    raw.execute("DELETE FROM chatkeep_records WHERE record_id IN ('r4', 'r5')")
+    for start, stop in ((0, None), (-7, None), (3, 8), (5, 6), (-6, -5)):
+        with pytest.raises(CorruptRecord) as caught:
+            store.read("s", start, stop)
+        assert caught.value.position == max(range(10)[start:stop][0], 4), (start, stop)
+        assert caught.value.session_id == "s"
+    assert store.read("s", 0, 4) == records("r0", "r1", "r2", "r3")
+    assert store.read("s", -4) == records("r6", "r7", "r8", "r9")
+    assert store.read("s", 20) == []
 
 
 def test_record_ids_are_unique_per_session_not_globally(store: SQLiteStore) -> None:

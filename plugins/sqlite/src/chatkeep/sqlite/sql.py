@@ -17,9 +17,12 @@ __all__ = [
     "DELETE_RECORDS",
     "DELETE_SESSION",
     "INSERT_RECORD",
+    "INSERT_RECORDS",
+    "INSERT_ROWS_MAX",
     "INSERT_SESSION",
     "INSERT_VERSION",
     "LIST_SQL",
+    "READ_POSITIONS_SQL",
     "READ_SQL",
     "SELECT_EXPIRED",
     "SELECT_RECORD_ID",
@@ -30,6 +33,7 @@ __all__ = [
     "SELECT_VERSION",
     "UPDATE_SESSION",
     "pragma",
+    "read_positions_statement",
     "read_statement",
 ]
 
@@ -82,6 +86,16 @@ DELETE_SESSION = f"DELETE FROM {SESSIONS_TABLE} WHERE id = ?"  # noqa: S608
 INSERT_RECORD = (
     f"INSERT OR IGNORE INTO {RECORDS_TABLE} (id, session, record_id, data) VALUES (?, ?, ?, ?)"  # noqa: S608
 )
+#: The same for a batch of ``n`` records (``INSERT_RECORDS[n]``, n <= INSERT_ROWS_MAX) in one
+#: statement: cheaper than ``executemany``, which runs the statement once per record.
+INSERT_ROWS_MAX = 8
+INSERT_RECORDS: tuple[str, ...] = (
+    "",
+    *(
+        INSERT_RECORD.replace("(?, ?, ?, ?)", ", ".join(["(?, ?, ?, ?)"] * rows))
+        for rows in range(1, INSERT_ROWS_MAX + 1)
+    ),
+)
 SELECT_STORED = f"SELECT data FROM {RECORDS_TABLE} WHERE session = ? AND record_id = ? AND id < ?"  # noqa: S608
 SELECT_RECORD_ID = f"SELECT record_id FROM {RECORDS_TABLE} WHERE id = ?"  # noqa: S608
 DELETE_RECORDS = f"DELETE FROM {RECORDS_TABLE} WHERE id >= ? AND id < ?"  # noqa: S608
@@ -99,16 +113,27 @@ DAMAGE = {
 
 # -- reads ------------------------------------------------------------------------------------
 
-# SQLite never reorders a LEFT JOIN, so the plan is fixed: one unique lookup of the session
-# row, then one rowid range of the records table, already in order - no scan, no sort,
-# whatever the statistics say.
-# Both bounds stay inside the session's own range [session << 32, session << 32 | length).
-# "s.expires_at > ?" takes the current time: expired sessions read as empty everywhere.
-# Each row also carries its position (r.id - (s.id << 32)) and the session's length, so a
-# read can tell a missing record (damage) from a short log: positions must be contiguous.
-# LEFT JOIN also returns the session row when the range holds no record, so "empty" and
-# "all missing" are told apart in one snapshot.
+# One statement, so one snapshot: the session's row is looked up once (the CTE, on the unique
+# session_id index) and the records are one rowid range of the records table, already in
+# order - no scan, no sort, no join, whatever the statistics say.
+# The first row is the session's header (its length, and NULL); every further row is a
+# record's (record_id, data), so the driver hands back exactly the pairs a Record holds.
+# "expires_at > ?2" takes the current time: expired sessions read as empty everywhere (no
+# row at all, as for an unknown session). Both bounds stay inside the session's own range
+# [s.id << 32, s.id << 32 | length), and rowids are unique, so the range is gap-free exactly
+# when it returns (upper - lower) rows: the read compares that count with the slice's length
+# instead of fetching each record's position.
 _READ = (
+    "WITH s AS (SELECT id << 32 AS base, length FROM {sessions} "
+    "WHERE session_id = ?1 AND (expires_at IS NULL OR expires_at > ?2)) "
+    "SELECT length, NULL FROM s UNION ALL "
+    "SELECT record_id, data FROM {records} "
+    "WHERE id >= (SELECT base + {lower} FROM s) AND id < (SELECT base + {upper} FROM s)"
+)
+# The same slice with each record's position, for the rare read whose count is short (a
+# record missing from the file): it names the missing position. A LEFT JOIN also returns the
+# session row when the range holds no record, so "empty" and "all missing" are told apart.
+_READ_POSITIONS = (
     "SELECT r.record_id, r.data, r.id - (s.id << 32), s.length "  # noqa: S608
     f"FROM {SESSIONS_TABLE} AS s LEFT JOIN {RECORDS_TABLE} AS r "
     "ON r.id >= (s.id << 32) + {lower} AND r.id < (s.id << 32) + {upper} "
@@ -116,23 +141,33 @@ _READ = (
 )
 # Numbered parameters: ?1 session id, ?2 now, ?3 start, ?4 stop (when given).
 # Lower bound: from the start (?), or from the end (length + ?, at least 0).
-_LOWER_BOUNDS = ("?3", "max(s.length + ?3, 0)")
-# Upper bound: the end (length), from the start (?), or from the end (length + ?).
-_UPPER_BOUNDS = ("s.length", "?4", "s.length + ?4")
+_LOWER_BOUNDS = ("?3", "max({s}length + ?3, 0)")
+# Upper bound: the end (length), from the start (?, at most length), or from the end.
+_UPPER_BOUNDS = ("{s}length", "min(?4, {s}length)", "{s}length + ?4")
 #: Indexed [lower kind][upper kind].
 READ_SQL = tuple(
-    tuple(_READ.format(lower=lower, upper=upper) for upper in _UPPER_BOUNDS)
+    tuple(
+        _READ.format(
+            sessions=SESSIONS_TABLE,
+            records=RECORDS_TABLE,
+            lower=lower.format(s=""),
+            upper=upper.format(s=""),
+        )
+        for upper in _UPPER_BOUNDS
+    )
+    for lower in _LOWER_BOUNDS
+)
+#: The positioned form of each of READ_SQL, indexed the same way.
+READ_POSITIONS_SQL = tuple(
+    tuple(
+        _READ_POSITIONS.format(lower=lower.format(s="s."), upper=upper.format(s="s."))
+        for upper in _UPPER_BOUNDS
+    )
     for lower in _LOWER_BOUNDS
 )
 
 
-def read_statement(start: int, stop: int | None) -> tuple[str, list[int]]:
-    """The SQL and slice parameters that read ``log[start:stop]``.
-
-    The statement takes ``(session_id, now, *parameters)``. Negative bounds are resolved
-    against the session's stored ``length`` inside the query, so every slice (head, tail or
-    middle) is one rowid range of the records table.
-    """
+def _slice_kinds(start: int, stop: int | None) -> tuple[int, int, list[int]]:
     # Clamping to +-2**32 changes no result (a session holds at most 2**32 records) and keeps
     # the arithmetic inside the session's rowid range.
     lower = 0 if start >= 0 else 1
@@ -141,7 +176,28 @@ def read_statement(start: int, stop: int | None) -> tuple[str, list[int]]:
     if stop is not None:
         upper = 1 if stop >= 0 else 2
         parameters.append(max(min(stop, MAX_RECORDS), -MAX_RECORDS))
+    return lower, upper, parameters
+
+
+def read_statement(start: int, stop: int | None) -> tuple[str, list[int]]:
+    """The SQL and slice parameters that read ``log[start:stop]``.
+
+    The statement takes ``(session_id, now, *parameters)`` and returns no row for an unknown
+    or expired session, else the session's header ``(length, None)`` then one
+    ``(record_id, data)`` row per record, in order. Negative bounds are resolved against
+    the session's stored ``length`` inside the query, so every slice (head, tail or middle)
+    is one rowid range of the records table.
+    """
+    lower, upper, parameters = _slice_kinds(start, stop)
     return READ_SQL[lower][upper], parameters
+
+
+def read_positions_statement(start: int, stop: int | None) -> tuple[str, list[int]]:
+    """Like :func:`read_statement`, but each row is ``(record_id, data, position, length)``
+    (one row of NULL records for a session whose range holds none): the diagnosis of a
+    short read."""
+    lower, upper, parameters = _slice_kinds(start, stop)
+    return READ_POSITIONS_SQL[lower][upper], parameters
 
 
 # -- listing ----------------------------------------------------------------------------------

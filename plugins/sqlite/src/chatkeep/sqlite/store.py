@@ -44,6 +44,8 @@ from .sql import DAMAGE as _DAMAGE
 from .sql import DELETE_RECORDS as _DELETE_RECORDS
 from .sql import DELETE_SESSION as _DELETE_SESSION
 from .sql import INSERT_RECORD as _INSERT_RECORD
+from .sql import INSERT_RECORDS as _INSERT_RECORDS
+from .sql import INSERT_ROWS_MAX as _INSERT_ROWS_MAX
 from .sql import INSERT_SESSION as _INSERT_SESSION
 from .sql import LIST_SQL as _LIST_SQL
 from .sql import SELECT_EXPIRED as _SELECT_EXPIRED
@@ -52,7 +54,7 @@ from .sql import SELECT_SESSION as _SELECT_SESSION
 from .sql import SELECT_SESSION_ID as _SELECT_SESSION_ID
 from .sql import SELECT_STORED as _SELECT_STORED
 from .sql import UPDATE_SESSION as _UPDATE_SESSION
-from .sql import pragma, read_statement
+from .sql import pragma, read_positions_statement, read_statement
 
 __all__ = ["MAX_RECORDS", "MAX_SESSIONS", "SQLiteStore", "prefix_successor", "read_statement"]
 
@@ -64,6 +66,10 @@ _PURGE_INTERVAL = 60.0  # seconds between lazy purges (shorter when the ttl is)
 
 #: Kept for code that imported it: :func:`chatkeep.core.backend.prefix_upper_bound`.
 prefix_successor = prefix_upper_bound
+
+#: ``_as_record((record_id, data))`` is ``Record(record_id, data)``, built without running
+#: Python code per row (a NamedTuple's own ``__new__`` is a Python function).
+_as_record: Callable[[tuple[str, bytes]], Record] = functools.partial(tuple.__new__, Record)
 
 
 # -- connections -------------------------------------------------------------------------------
@@ -486,13 +492,42 @@ class SQLiteStore:
         sql, bounds = read_statement(start, stop)
         handle = self._handle()
         now = self._clock()
+        key = self._key(session_id)
         with handle.lock, self._faults.mapped():
             if self._no_tables and self._tables_missing(handle.connection):
                 return []
-            key = self._key(session_id)
+            cursor = handle.connection.execute(sql, (key, now, *bounds))
+            head = cursor.fetchone()
+            if head is None:
+                return []  # no such (live) session
+            # The rows are (record_id, data) pairs already: each becomes a Record in C as the
+            # cursor yields it, so each row tuple is freed at once (fetchall() first would keep
+            # a whole session's rows beside their Records: measured ~20% slower at 10,000 on
+            # a large heap, the garbage collector's extra passes).
+            records: list[Record] = list(map(_as_record, cursor))
+        if head[1] is None and len(records) == len(range(head[0])[start:stop]):
+            return records
+        # A record is missing from its range (or the driver ordered the rows unexpectedly):
+        # read the slice again with each record's position.
+        return self._read_positioned(handle, session_id, key, start=start, stop=stop, now=now)
+
+    def _read_positioned(
+        self,
+        handle: _Handle,
+        session_id: str,
+        key: str,
+        *,
+        start: int,
+        stop: int | None,
+        now: float,
+    ) -> list[Record]:
+        """The read of a short range: return it if it is whole now, else raise
+        :class:`~chatkeep.core.CorruptRecord` naming the first missing position."""
+        sql, bounds = read_positions_statement(start, stop)
+        with handle.lock, self._faults.mapped():
             rows = handle.connection.execute(sql, (key, now, *bounds)).fetchall()
         if not rows:
-            return []  # no such (live) session
+            return []  # deleted or expired since
         wanted = range(rows[0][3])[start:stop]
         if rows[0][0] is None:
             if not wanted:
@@ -770,10 +805,16 @@ def _append(
     if length + count > MAX_RECORDS:
         raise StoreFull(f"session {label(session_id)!r} would exceed {MAX_RECORDS:,} records")
     base = (session << SEQ_BITS) + length
-    inserted = connection.executemany(
-        _INSERT_RECORD,
-        [(base + offset, session, record.id, record.data) for offset, record in enumerate(records)],
-    ).rowcount
+    if count <= _INSERT_ROWS_MAX:  # the usual batch (a turn's few messages): one statement
+        parameters: list[Any] = []
+        for offset, record in enumerate(records):
+            parameters += (base + offset, session, record.id, record.data)
+        inserted = connection.execute(_INSERT_RECORDS[count], parameters).rowcount
+    else:
+        inserted = connection.executemany(
+            _INSERT_RECORD,
+            [(base + offset, session, rec.id, rec.data) for offset, rec in enumerate(records)],
+        ).rowcount
     if inserted != count:
         # Some ids were stored already (a retried batch): OR IGNORE left holes in seq. An id
         # stored with other data refuses the whole batch (the transaction rolls back).
