@@ -254,3 +254,20 @@ def test_deleted_bytes_are_gone_from_the_keyspace(store: Store) -> None:
     store.delete(session)
     assert not backend.chatkeep_storage_contains(marker + b" after")
     assert backend.chatkeep_storage_contains(marker + b"-other")
+
+
+def test_a_batch_of_thousands_is_checked_against_every_stored_id(store: Store) -> None:
+    """The append script fetches stored digests 1,000 ids at a time: a retry and a
+    conflict past the first thousand behave as in the first."""
+    session = sid()
+    first = [Record(f"m{n}", f"data {n}".encode()) for n in range(2500)]
+    store.append(session, first)
+    store.append(session, [*first, Record("new", b"x")])  # a retry plus one record
+    assert len(store.read(session)) == 2501
+    changed = [*first[:1800], Record("m1800", b"other data"), Record("later", b"y")]
+    with pytest.raises(RecordConflict) as caught:
+        store.append(session, changed)
+    assert caught.value.record_id == "m1800"
+    records = store.read(session)
+    assert len(records) == 2501 and records[-1] == Record("new", b"x")
+    assert store.read(session, 2499, 2501) == [first[-1], Record("new", b"x")]

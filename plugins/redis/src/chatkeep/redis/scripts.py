@@ -30,7 +30,8 @@ class Script:
 APPEND = Script(
     """\
 local function head(position)  -- format byte 2, then the position as 8 bytes big-endian
-  local bytes = {}
+  if struct then return struct.pack('>BI8', 2, position) end  -- every Redis has struct
+  local bytes = {}  -- a server without it (fakeredis): byte by byte
   for k = 8, 1, -1 do
     bytes[k] = position % 256
     position = math.floor(position / 256)
@@ -38,15 +39,23 @@ local function head(position)  -- format byte 2, then the position as 8 bytes bi
   return string.char(2, unpack(bytes))
 end
 local ids, digests, bodies = {}, {}, {}
-for i = 5, #ARGV, 3 do
-  local id, digest = ARGV[i], ARGV[i + 1]
-  local stored = redis.call('HGET', KEYS[2], id)
-  if stored then
-    if stored ~= digest then return {'conflict', id} end
-  elseif redis.call('SISMEMBER', KEYS[3], id) == 0 then
-    ids[#ids + 1] = id
-    digests[#digests + 1] = digest
-    bodies[#bodies + 1] = ARGV[i + 2]
+-- Only sessions written by chatkeep-redis 0.1 have a legacy id set: one EXISTS, not one
+-- SISMEMBER per record. The stored digests come in one HMGET per 1000 records.
+local legacy = redis.call('EXISTS', KEYS[3]) == 1
+for first = 5, #ARGV, 3000 do
+  local asked = {}
+  for i = first, math.min(first + 2999, #ARGV), 3 do asked[#asked + 1] = ARGV[i] end
+  local found = redis.call('HMGET', KEYS[2], unpack(asked))
+  for k = 1, #asked do
+    local i = first + 3 * (k - 1)
+    local id, digest, stored = ARGV[i], ARGV[i + 1], found[k]
+    if stored then
+      if stored ~= digest then return {'conflict', id} end
+    elseif not legacy or redis.call('SISMEMBER', KEYS[3], id) == 0 then
+      ids[#ids + 1] = id
+      digests[#digests + 1] = digest
+      bodies[#bodies + 1] = ARGV[i + 2]
+    end
   end
 end
 local count = #ids
@@ -86,7 +95,7 @@ local ttl = tonumber(ARGV[1])
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)
-  if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ttl) end
+  if legacy then redis.call('PEXPIRE', KEYS[3], ttl) end
 end
 return count
 """

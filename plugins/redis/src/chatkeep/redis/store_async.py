@@ -58,13 +58,19 @@ class _Handle:
 
     async def execute_unbounded(self, *args: Any) -> Any:
         """Run one command; the caller holds a slot."""
-        with _torn_down_as_connection_error():
+        # try/except rather than _torn_down_as_connection_error(): this is every command's
+        # path, and a generator-based context manager costs more than the rest of it here.
+        try:
             if self.cluster:
                 # Routes by the key's slot only once initialized (see the module docstring);
                 # a no-op once it is, and after a fault it re-learns the topology here, once,
                 # under redis-py's lock, instead of each concurrent command guessing.
                 await self.client.initialize()
             return await self.client.execute_command(*args)
+        except AttributeError as exc:
+            if not _torn_down(exc):
+                raise
+            raise _connection_error(exc) from exc
 
 
 class AsyncRedisStore(RedisBase):
@@ -315,7 +321,11 @@ def _torn_down_as_connection_error() -> Iterator[None]:
     except AttributeError as exc:
         if not _torn_down(exc):
             raise
-        raise RedisConnectionError(f"connection closed by the driver while in use ({exc})") from exc
+        raise _connection_error(exc) from exc
+
+
+def _connection_error(exc: AttributeError) -> RedisConnectionError:
+    return RedisConnectionError(f"connection closed by the driver while in use ({exc})")
 
 
 def _torn_down(exc: AttributeError) -> bool:
