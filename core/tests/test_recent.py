@@ -208,3 +208,28 @@ def test_internal_sessions_stay_out_of_the_listing() -> None:
     store.append(TEMP_PREFIX + "x", [Record("r", b'{"type":"message","role":"user"}')])
     assert TEMP_PREFIX + "x" in {n for n, _ in store.recent_sessions()}
     assert [info.id for info in list_session_infos(store)] == ["visible"]
+
+
+def test_recent_page_is_one_backend_call(counting_store: MakeStore) -> None:
+    store, backend = counting_store()
+    _sessions(store, 5)
+    page = store.recent_page(None, None, 2)
+    assert [name for name, _ in page] == ["s0004", "s0003"]
+    assert all(type(updated) is float for _, updated in page)
+    assert [name for name, _ in store.recent_page(None, (page[-1][1], page[-1][0]), 10)] == [
+        "s0002",
+        "s0001",
+        "s0000",
+    ]
+    assert asyncio.run(store.arecent_page("s", None, 1)) == page[:1]
+    assert len(backend.recent_calls) == 3
+    for bad in ((1.0,), ("1", "s"), [1.0, "s"], (1.0, 2)):
+        with pytest.raises(TypeError):
+            store.recent_page(None, bad, 1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        store.recent_page(None, None, -1)
+    async_store = Store(_AsyncBackend())
+    _sessions(async_store, 2)
+    assert [n for n, _ in async_store.recent_page(None, None, 5)] == ["s0001", "s0000"]
+    assert [n for n, _ in asyncio.run(async_store.arecent_page(None, None, 1))] == ["s0001"]
+    async_store.close()

@@ -522,6 +522,36 @@ class Store:
             session_id, updated = page[-1]
             before = (updated, session_id)
 
+    def recent_page(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """One call of the backend's ``recent_sessions`` hook: up to ``limit``
+        ``(session_id, updated)`` pairs (``updated`` in seconds since the epoch) after the
+        cursor ``before``, exactly as the backend returns them. For wrapper backends that
+        pass the ``recent`` capability through (``chatkeep-encrypted``); applications use
+        :meth:`recent_sessions`."""
+        sync_impl, async_impl = self._recent(prefix, limit)
+        _check_cursor(before)
+        if sync_impl is not None:
+            page: list[tuple[str, float]] = sync_impl(prefix, before, limit)
+        else:
+            assert async_impl is not None
+            page = self._loop.run(async_impl(prefix, before, limit))
+        return page
+
+    async def arecent_page(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """Async :meth:`recent_page`."""
+        sync_impl, async_impl = self._recent(prefix, limit)
+        _check_cursor(before)
+        if async_impl is not None:
+            page: list[tuple[str, float]] = await async_impl(prefix, before, limit)
+        else:
+            assert sync_impl is not None
+            page = await asyncio.to_thread(sync_impl, prefix, before, limit)
+        return page
+
     def arecent_sessions(
         self, prefix: str | None = None, limit: int | None = None
     ) -> AsyncIterator[tuple[str, datetime]]:
@@ -588,6 +618,18 @@ class Store:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _check_cursor(before: object) -> None:
+    if before is None:
+        return
+    if (
+        type(before) is not tuple
+        or len(before) != 2
+        or type(before[0]) not in (int, float)
+        or type(before[1]) is not str
+    ):
+        raise TypeError(f"before must be None or an (updated, session_id) tuple, not {before!r}")
 
 
 def _dated(page: list[tuple[str, float]]) -> Iterator[tuple[str, datetime]]:
