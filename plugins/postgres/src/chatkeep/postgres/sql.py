@@ -365,7 +365,8 @@ _V4_APPEND = _V2_APPEND.replace(
 assert _V4_APPEND != _V2_APPEND
 
 _V4_INDEX = """
-CREATE INDEX IF NOT EXISTS {bare_sessions_updated_idx} ON {sessions} (namespace, updated_at, session_id);
+CREATE INDEX IF NOT EXISTS {bare_sessions_updated_idx}
+    ON {sessions} (namespace, updated_at, session_id);
 
 COMMENT ON COLUMN {sessions}.updated_at IS
     'chatkeep: when an append last stored a record (the recent capability''s order)';
