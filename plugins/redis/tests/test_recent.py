@@ -104,3 +104,25 @@ def test_a_cluster_store_does_not_declare_recent(redis_cluster_store_url: str) -
     store.append("s", [Record("r1", b"x")])
     assert store.read("s") == [Record("r1", b"x")]
     store.close()
+
+
+def test_sessions_from_before_the_index_are_put_in_once(
+    redis_url: str, redis_store_url: str, redis_namespace: str
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    store = open_store(redis_store_url)
+    for name in ("old-a", "old-b"):
+        store.append(name, [Record("r1", b"x")])
+    store.close()
+    # As an older chatkeep-redis left them: in the sessions index, not in {}:recent.
+    client.delete(f"{redis_namespace}{{}}:recent", f"{redis_namespace}{{}}:recent-indexed")
+    store = open_store(redis_store_url)
+    store.append("new", [Record("r1", b"x")])
+    pairs = list(store.recent_sessions())
+    assert [name for name, _ in pairs] == ["new", "old-b", "old-a"]  # old ones at time 0
+    assert [updated.timestamp() for _, updated in pairs[1:]] == [0.0, 0.0]
+    assert client.exists(f"{redis_namespace}{{}}:recent-indexed")
+    store.append("old-a", [Record("r2", b"y")])  # its next append gives it a real time
+    assert _ids(store) == ["old-a", "new", "old-b"]
+    store.close()
+    client.close()

@@ -135,6 +135,14 @@ class RedisBase:
         stem = self._layout.key_stem()
         return [1, recent, stem, score, member, wanted, encoded, RECENT_BUDGET]
 
+    def _backfill_recent_command(self, bound: bytes) -> list[bytes | int]:
+        """The EVALSHA arguments (after the SHA) of one page of the ``{}:recent`` back-fill."""
+        recent = self._layout.recent_key()
+        assert recent is not None, "a cluster declares no 'recent'"
+        index = self._layout.index_keys()[0]
+        marker = self._layout.recent_marker()
+        return [3, index, recent, marker, bound, self._settings.scan_count]
+
     @staticmethod
     def _recent_cursor(before: tuple[float, str] | None) -> tuple[bytes, bytes]:
         if before is None:

@@ -153,6 +153,11 @@ class Layout:
         on a cluster, which keeps none (one set cannot share a slot with every session)."""
         return None if self.cluster else (self.prefix + "{}:recent").encode()
 
+    def recent_marker(self) -> bytes:
+        """A key that exists once the sessions appended to before ``{}:recent`` existed
+        were put into it (single server only)."""
+        return (self.prefix + "{}:recent-indexed").encode()
+
     def index_keys(self) -> list[bytes]:
         """Every index key of the namespace (one, or one per cluster slot in slot order)."""
         if not self.cluster:

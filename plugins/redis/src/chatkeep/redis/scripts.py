@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["APPEND", "DELETE", "LIST_PAGE", "RECENT_PAGE", "Script"]
+__all__ = ["APPEND", "DELETE", "LIST_PAGE", "RECENT_BACKFILL", "RECENT_PAGE", "Script"]
 
 
 class Script:
@@ -190,5 +190,25 @@ while true do
     return result
   end
 end
+"""
+)
+
+
+#: Put sessions appended to before the last-append index existed into it, a page at a time,
+#: scored 0 (they list after every session with a time until their next append moves them;
+#: ``NX`` keeps every real score). KEYS: the sessions index, the last-append index, the
+#: marker set when done. ARGV: where to continue (``"(member"``, or ``"-"``), page size.
+#: Returns where to continue, or ``""`` once every session is in (and the marker is set).
+RECENT_BACKFILL = Script(
+    """\
+local members = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[1], '+', 'LIMIT', 0, tonumber(ARGV[2]))
+for _, member in ipairs(members) do
+  redis.call('ZADD', KEYS[2], 'NX', 0, member)
+end
+if #members < tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[3], '1')
+  return ''
+end
+return '(' .. members[#members]
 """
 )

@@ -31,7 +31,7 @@ from .base import RedisBase
 from .clients import SyncClient, connect_sync
 from .config import DEFAULT_URL, Settings
 from .layout import BadElement, corrupt_record, decode_records, lrange_bounds, prefix_range
-from .scripts import APPEND, DELETE, LIST_PAGE, RECENT_PAGE, Script
+from .scripts import APPEND, DELETE, LIST_PAGE, RECENT_BACKFILL, RECENT_PAGE, Script
 from .store_async import AsyncRedisStore
 
 __all__ = ["RedisStore"]
@@ -110,6 +110,7 @@ class RedisStore(RedisBase):
         self._client: SyncClient | None = None
         self._client_lock = threading.Lock()
         self._indexed = False
+        self._recent_indexed = False
         self._async = AsyncRedisStore._sharing(self)
 
     @classmethod
@@ -214,6 +215,7 @@ class RedisStore(RedisBase):
         capability): one script per page over the namespace's ``{}:recent`` sorted set,
         which drops the members whose log expired as it meets them."""
         self._check_open()
+        self._ensure_recent_indexed()
         cursor = self._recent_cursor(before)
         found: list[tuple[str, float]] = []
         while len(found) < limit:
@@ -225,6 +227,20 @@ class RedisStore(RedisBase):
             if done:
                 break
         return found
+
+    def _ensure_recent_indexed(self) -> None:
+        """Put sessions appended to before ``{}:recent`` existed into it (scored 0), once
+        per namespace: a walk of the sessions index, then a marker key."""
+        if self._recent_indexed:
+            return
+        self._ensure_indexed()
+        marker = self._layout.recent_marker()
+        if not self._policy.run("recent_sessions", lambda: self._sync_client().exists(marker)):
+            bound = b"-"
+            while bound:
+                page = partial(self._script, RECENT_BACKFILL, *self._backfill_recent_command(bound))
+                bound = self._policy.run("recent_sessions", page)
+        self._recent_indexed = True
 
     def _on_node(self, node: Any, script: Script, arguments: list[Any]) -> Any:
         if node is None:

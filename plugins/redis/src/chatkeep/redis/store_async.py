@@ -35,7 +35,7 @@ from redis.exceptions import NoScriptError
 from .base import RedisBase
 from .clients import AsyncClient, connect_async
 from .layout import BadElement, corrupt_record, decode_records, lrange_bounds, prefix_range
-from .scripts import APPEND, DELETE, LIST_PAGE, RECENT_PAGE, Script
+from .scripts import APPEND, DELETE, LIST_PAGE, RECENT_BACKFILL, RECENT_PAGE, Script
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -209,6 +209,7 @@ class AsyncRedisStore(RedisBase):
         """Up to ``limit`` live sessions newest first after ``before`` (see
         :meth:`chatkeep.redis.RedisStore.recent_sessions`)."""
         self._check_open()
+        await self._ensure_recent_indexed()
         cursor = self._recent_cursor(before)
         found: list[tuple[str, float]] = []
         while len(found) < limit:
@@ -237,6 +238,21 @@ class AsyncRedisStore(RedisBase):
                     return await client.execute_command(
                         "EVAL", script.source, *arguments, target_nodes=node
                     )
+
+    async def _ensure_recent_indexed(self) -> None:
+        """Async ``RedisStore._ensure_recent_indexed``."""
+        if getattr(self, "_recent_indexed", False):
+            return
+        await self._ensure_indexed()
+        marker = self._layout.recent_marker()
+        if not await self._policy.arun("recent_sessions", lambda: self._command("EXISTS", marker)):
+            bound = b"-"
+            while bound:
+                arguments = self._backfill_recent_command(bound)
+                bound = await self._policy.arun(
+                    "recent_sessions", partial(self._script, RECENT_BACKFILL, *arguments)
+                )
+        self._recent_indexed = True
 
     async def _ensure_indexed(self) -> None:
         """Add sessions written before the index existed (chatkeep-redis 0.1), once per
