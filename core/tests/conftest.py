@@ -39,6 +39,8 @@ class CountingBackend:
         self.appends: list[tuple[str, list[Record]]] = []
         #: (session_id, start, stop, number of records returned)
         self.reads: list[tuple[str, int, int | None, int]] = []
+        #: (prefix, before, limit) of every recent_sessions call
+        self.recent_calls: list[tuple[str | None, tuple[float, str] | None, int]] = []
 
     def append(self, session_id: str, records: list[Record]) -> None:
         with self.lock:
@@ -61,6 +63,13 @@ class CountingBackend:
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
         return self.inner.list_sessions(prefix)
+
+    def recent_sessions(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        with self.lock:
+            self.recent_calls.append((prefix, before, limit))
+        return self.inner.recent_sessions(prefix, before, limit)
 
     def close(self) -> None:
         self.inner.close()

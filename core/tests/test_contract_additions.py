@@ -360,6 +360,7 @@ def test_the_kit_exports_what_it_lists() -> None:
         kit.DURABLE,
         kit.CONDITIONAL,
         kit.NAMESPACE,
+        kit.RECENT,
     } == kit.CAPABILITIES
 
 

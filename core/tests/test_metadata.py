@@ -368,8 +368,13 @@ def test_list_newest_first_with_a_limit() -> None:
     assert list(list_session_infos(store, prefix="p-", limit=0)) == []
 
 
+def _without_recent() -> Store:
+    """A memory store that hides its ``recent`` index: the listing's heap fallback."""
+    return Store(MemoryStore(), capabilities=MemoryStore.capabilities - {"recent"})
+
+
 def test_list_puts_sessions_without_a_time_last() -> None:
-    store = Store(MemoryStore())
+    store = _without_recent()
     _three_sessions(store)
     old = user("old")
     store.append("p-old", [Record(old.message_id or "", encode_message(old))])
@@ -398,7 +403,7 @@ def test_list_leaves_out_internal_sessions() -> None:
 def test_newest_first_keeps_only_limit_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
     import chatkeep.core.metadata as metadata
 
-    store = Store(MemoryStore())
+    store = _without_recent()
     provider = HistoryProvider(store)
     for n in range(20):
         chat(provider, f"s{n:02d}", ("q", "a"))

@@ -206,7 +206,7 @@ class Injected(RuntimeError):
 class FlakyBackend:
     """A memory backend whose N-th call (of any kind) raises, once."""
 
-    capabilities: ClassVar[frozenset[str]] = MemoryStore.capabilities
+    capabilities: ClassVar[frozenset[str]] = MemoryStore.capabilities - {"recent"}
 
     def __init__(self) -> None:
         self.inner = MemoryStore()

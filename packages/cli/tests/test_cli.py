@@ -36,6 +36,7 @@ def test_backends_json_is_machine_readable(capsys: pytest.CaptureFixture[str]) -
         "delete",
         "list_sessions",
         "namespace",
+        "recent",
     ]
     assert memory["wrapper"] is False
 

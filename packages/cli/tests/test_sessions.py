@@ -212,7 +212,8 @@ def test_a_damaged_session_is_listed_marked_and_the_others_still_show(
     code, out, err = run(capsys, "sessions", "list", "--url", url)
     assert code == 1
     rows = {line.split()[0]: line for line in out.splitlines()[1:]}
-    assert set(rows) == {"good", "bad"} and out.splitlines()[-1].startswith("bad ")
+    # The order is the store's last appends (recent): "bad" was written last, so it is first.
+    assert set(rows) == {"good", "bad"} and out.splitlines()[1].startswith("bad ")
     assert rows["bad"].split()[1] == "?" and "damaged: corrupt record in session" in rows["bad"]
     assert err.startswith("chatkeep: warning: corrupt record in session 'bad' at position 0")
     code, out, _ = run(capsys, "sessions", "list", "--url", url, "--json")

@@ -22,7 +22,9 @@ def test_runner_reports_memory_as_full() -> None:
     assert report.ok, report.format()
     assert report.level == "full"
     assert report.backend == "memory"
-    assert report.declared == {"delete", "list_sessions", "close", "conditional", "namespace"}
+    assert report.declared == {
+        "delete", "list_sessions", "close", "conditional", "namespace", "recent"
+    }  # fmt: skip
     statuses = {row.name: row.status for row in report.capabilities}
     assert statuses == {
         "core": "pass",
@@ -34,6 +36,7 @@ def test_runner_reports_memory_as_full() -> None:
         "ttl": "not declared",
         "conditional": "pass",
         "namespace": "pass",
+        "recent": "pass",
         "views": "pass",
         "lifecycle": "pass",
         "damage": "not provided",

@@ -21,6 +21,7 @@ CAPABILITIES = {
     "durable",
     "conditional",
     "namespace",
+    "recent",
 }
 
 

@@ -21,7 +21,7 @@ def test_new_file_gets_the_schema_and_a_version_row(db_path: Path) -> None:
     db = sqlite_utils.Database(db_path)
     assert {"chatkeep_schema", "chatkeep_sessions", "chatkeep_records"} <= set(db.table_names())
     rows = list(db["chatkeep_schema"].rows)
-    assert [row["version"] for row in rows] == [1] == [LATEST_VERSION]
+    assert [row["version"] for row in rows] == [1, 2] == [1, LATEST_VERSION]
     assert rows[0]["description"] and rows[0]["applied_at"] > 0
     records = db.table("chatkeep_records")
     assert [column.name for column in records.columns] == ["id", "session", "record_id", "data"]
@@ -70,18 +70,21 @@ def _in_memory() -> sqlite3.Connection:
 def test_later_migrations_apply_once_in_order() -> None:
     connection = _in_memory()
     assert schema_version(connection) == 0
-    assert migrate(connection) == 1
+    assert migrate(connection) == LATEST_VERSION
     applied: list[int] = []
 
     def add_column(db: sqlite_utils.Database) -> None:
         applied.append(2)
         db.execute("ALTER TABLE chatkeep_sessions ADD COLUMN note TEXT")
 
-    extended = (*MIGRATIONS, Migration(2, "session notes", add_column))
-    assert migrate(connection, extended) == 2
-    assert migrate(connection, extended) == 2
+    later = LATEST_VERSION + 1
+    extended = (*MIGRATIONS, Migration(later, "session notes", add_column))
+    assert migrate(connection, extended) == later
+    assert migrate(connection, extended) == later
     assert applied == [2]
-    assert [row[0] for row in connection.execute("SELECT version FROM chatkeep_schema")] == [1, 2]
+    assert [row[0] for row in connection.execute("SELECT version FROM chatkeep_schema")] == [
+        *range(1, later + 1)
+    ]
 
 
 def test_a_failing_migration_changes_nothing() -> None:
@@ -93,8 +96,8 @@ def test_a_failing_migration_changes_nothing() -> None:
         raise RuntimeError("boom")
 
     with pytest.raises(RuntimeError, match="boom"):
-        migrate(connection, (*MIGRATIONS, Migration(2, "broken", broken)))
-    assert schema_version(connection) == 1
+        migrate(connection, (*MIGRATIONS, Migration(LATEST_VERSION + 1, "broken", broken)))
+    assert schema_version(connection) == LATEST_VERSION
     tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
     assert "half_done" not in tables
     assert not connection.in_transaction

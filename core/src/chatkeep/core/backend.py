@@ -48,6 +48,7 @@ from .store import (
     DURABLE,
     LIST_SESSIONS,
     NAMESPACE,
+    RECENT,
     SHARED,
     TTL,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "MAX_RECORD_ID_LENGTH",
     "MAX_SESSION_ID_LENGTH",
     "NAMESPACE",
+    "RECENT",
     "SHARED",
     "TTL",
     "AppendConflict",

@@ -9,6 +9,7 @@ Registered through the same hook as every external backend.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl
@@ -22,11 +23,13 @@ __all__ = ["MemoryStore"]
 
 
 class _Log:
-    __slots__ = ("data_by_id", "records")
+    __slots__ = ("data_by_id", "records", "updated")
 
     def __init__(self) -> None:
         self.records: list[Record] = []
         self.data_by_id: dict[str, bytes] = {}
+        #: When an append last stored a record here (``time.time()``).
+        self.updated = 0.0
 
 
 class _Sessions:
@@ -44,7 +47,7 @@ class MemoryStore:
     """Sessions kept in a dict of lists; thread-safe."""
 
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {"delete", "list_sessions", "close", "conditional", "namespace"}
+        {"delete", "list_sessions", "close", "conditional", "namespace", "recent"}
     )
     #: A dict lookup is far cheaper than a thread hop: run on the event loop under ``await``.
     inline_hooks: ClassVar[frozenset[str]] = frozenset({"read", "append", "append_if"})
@@ -97,6 +100,7 @@ class MemoryStore:
             log = self._sessions.logs[key] = _Log()
         log.records.extend(fresh)
         log.data_by_id.update(fresh)
+        log.updated = time.time()
 
     def append(self, session_id: str, records: list[Record]) -> None:
         """Append the records not stored yet (see the store contract)."""
@@ -143,6 +147,26 @@ class MemoryStore:
         for name in names:
             if prefix is None or name.startswith(prefix):
                 yield name
+
+    def recent_sessions(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """Up to ``limit`` of this namespace's (session id, last append time) pairs, newest
+        first (ties by id, descending), after the cursor ``before`` (the ``recent``
+        capability). Sorts a snapshot of the namespace's sessions: O(n log n) per page, the
+        price of keeping nothing but a time per session."""
+        namespace = self.namespace
+        with self._sessions.lock:
+            pairs = [
+                (log.updated, session_id)
+                for (owner, session_id), log in self._sessions.logs.items()
+                if owner == namespace
+                and log.records
+                and (prefix is None or session_id.startswith(prefix))
+                and (before is None or (log.updated, session_id) < before)
+            ]
+        pairs.sort(reverse=True)
+        return [(session_id, updated) for updated, session_id in pairs[:limit]]
 
     def close(self) -> None:
         """Nothing to release: the data stays for other handles of a named store."""

@@ -73,8 +73,8 @@ from datetime import datetime
 from .errors import CorruptRecord, InvalidOption, SessionNotFound
 from .messages import Message
 from .records import Record, check_session_id
-from .store import Store
-from .views import alist_conversations, list_conversations
+from .store import RECENT, Store
+from .views import alist_conversations, is_internal_session, list_conversations
 from .views._builder import ViewBuilder
 from .views._control import (
     BASE,
@@ -356,11 +356,17 @@ def list_session_infos(
     """The :class:`SessionInfo` of the store's conversations (those whose id starts with
     ``prefix``; never the core's internal ``chatkeep.tmp.*`` sessions), at most ``limit``.
 
-    ``newest_first=True`` (the default): most recently updated first, sessions without a
-    time last (ties by id, descending). That needs every session's last record: one
-    one-record read per listed session, with only the ``limit`` best kept in memory (a
-    heap), then each of those described. On a million sessions that is a million tail
-    reads, however few are shown; ``limit=None`` also keeps a million (time, id) pairs.
+    ``newest_first=True`` (the default): most recently updated first (ties by id,
+    descending). On a store with the ``recent`` capability
+    (:meth:`~chatkeep.core.Store.recent_sessions`) the order comes from the store's index
+    of last appends: one index query per :data:`~chatkeep.core.store.RECENT_PAGE`
+    sessions, then each session described as it comes, streamed, whatever ``limit`` is:
+    the cost and the memory are those of the sessions shown, however many the store holds.
+    Elsewhere it needs every session's last record: one one-record read per listed
+    session, ordered by the records' own times (sessions without a time last), with only
+    the ``limit`` best kept in memory (a heap), then each of those described. On a million
+    sessions that is a million tail reads, however few are shown; ``limit=None`` also
+    keeps a million (time, id) pairs.
     ``newest_first=False``: the store's listing order, streamed, each session described as
     it comes, stopping after ``limit``: the cost is that of the sessions shown.
 
@@ -372,10 +378,25 @@ def list_session_infos(
     _check_listing(prefix, limit, newest_first)
     if limit == 0:
         return iter(())
+    if newest_first and store.supports(RECENT):
+        return _in_order(store, _recent_ids(store.recent_sessions(prefix)), limit)
     ids = list_conversations(store, prefix)
     if not newest_first:
         return _in_order(store, ids, limit)
     return _newest(store, ids, limit)
+
+
+def _recent_ids(pairs: Iterator[tuple[str, datetime]]) -> Iterator[str]:
+    """The conversations' ids of a ``recent_sessions`` listing (no internal session)."""
+    for session_id, _updated in pairs:
+        if not is_internal_session(session_id):
+            yield session_id
+
+
+async def _arecent_ids(pairs: AsyncIterator[tuple[str, datetime]]) -> AsyncIterator[str]:
+    async for session_id, _updated in pairs:
+        if not is_internal_session(session_id):
+            yield session_id
 
 
 def _in_order(store: Store, ids: Iterator[str], limit: int | None) -> Iterator[SessionInfo]:
@@ -413,6 +434,9 @@ def alist_session_infos(
 ) -> AsyncIterator[SessionInfo]:
     """Async :func:`list_session_infos` (``async for info in alist_session_infos(store)``)."""
     _check_listing(prefix, limit, newest_first)
+    if limit != 0 and newest_first and store.supports(RECENT):
+        recent = _arecent_ids(store.arecent_sessions(prefix))
+        return _alisting(store, recent, limit, newest_first=False)
     ids = alist_conversations(store, prefix) if limit != 0 else None
     return _alisting(store, ids, limit, newest_first)
 

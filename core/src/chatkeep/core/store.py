@@ -9,8 +9,10 @@ Either may be a plain function or a coroutine function; a backend that has both 
 the async twin with an ``a`` prefix (``aappend``, ``aread``). Optional methods, declared in
 the backend's ``capabilities`` class attribute, are ``delete(session_id)``,
 ``list_sessions(prefix=None)`` (an iterator, or an async iterator, of ids), ``close()`` and
-``append_if(session_id, records, after)`` (``conditional``); ``ttl`` and ``namespace`` are
-capabilities a backend declares when it honours a ``ttl=`` or ``namespace=`` option.
+``append_if(session_id, records, after)`` (``conditional``) and
+``recent_sessions(prefix, before, limit)`` (``recent``, see :data:`RECENT`); ``ttl`` and
+``namespace`` are capabilities a backend declares when it honours a ``ttl=`` or
+``namespace=`` option.
 
 :class:`Store` wraps a backend: it validates session ids and batches before the backend
 sees them, and lets sync and async callers use sync and async backends alike (a sync
@@ -41,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from datetime import datetime, timezone
 from typing import Any, Final, Protocol, runtime_checkable
 
 from ._loop import LoopThread
@@ -56,6 +59,8 @@ __all__ = [
     "DURABLE",
     "LIST_SESSIONS",
     "NAMESPACE",
+    "RECENT",
+    "RECENT_PAGE",
     "SHARED",
     "TTL",
     "Backend",
@@ -79,10 +84,25 @@ CONDITIONAL: Final = "conditional"
 #: A ``namespace=`` option isolates tenants of one store (nested namespaces included).
 NAMESPACE: Final = "namespace"
 
+#: ``recent_sessions(prefix, before, limit)``: the most recently updated sessions, from an
+#: index the backend keeps of each session's last append (no read of any session). The hook
+#: returns up to ``limit`` ``(session_id, updated)`` pairs, ``updated`` the time (seconds
+#: since the epoch, by the store's clock) of the session's last append that stored a record
+#: (an append whose records were all stored already does not move it), newest first, ties
+#: by session id descending; only pairs after the keyset cursor ``before`` (an earlier
+#: page's last pair; ``None``: from the newest); only live sessions (deleted and expired
+#: ones never); ``prefix`` filters ids as ``list_sessions`` does. Read through
+#: :meth:`Store.recent_sessions`.
+RECENT: Final = "recent"
+
 #: Every optional capability a backend may declare.
 CAPABILITIES: frozenset[str] = frozenset(
-    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE}
+    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE, RECENT}
 )
+
+#: How many ``(session_id, updated)`` pairs :meth:`Store.recent_sessions` asks the backend
+#: for per call (fewer when its ``limit`` needs fewer).
+RECENT_PAGE: Final = 500
 
 _SENTINEL: Any = object()
 
@@ -452,6 +472,120 @@ class Store:
                 return
             yield item
 
+    def _recent(self, prefix: str | None, limit: int | None) -> tuple[_Impl | None, _Impl | None]:
+        self._require(RECENT)
+        if prefix is not None and type(prefix) is not str:
+            raise TypeError(f"prefix must be a str or None, not {type(prefix).__name__}")
+        if limit is not None and type(limit) is not int:
+            raise TypeError(f"limit must be an int or None, not {type(limit).__name__}")
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0, not {limit}")
+        return self._impls("recent_sessions")
+
+    def recent_sessions(
+        self, prefix: str | None = None, limit: int | None = None
+    ) -> Iterator[tuple[str, datetime]]:
+        """The ids of the most recently updated sessions (those starting with ``prefix``),
+        newest first, with the time of each one's last append that stored a record (UTC),
+        at most ``limit``; ties by id, descending. Needs the ``recent`` capability
+        (:data:`RECENT`): the backend answers from its own index, :data:`RECENT_PAGE` pairs
+        per query (keyset paging), and reads no session. Deleted and expired sessions are
+        not listed. Errors (a missing capability, a bad argument) raise at the call.
+        Example::
+
+            for session_id, updated in store.recent_sessions(limit=20):
+                print(updated.isoformat(), session_id)
+        """
+        return self._iterate_recent(prefix, limit, *self._recent(prefix, limit))
+
+    def _iterate_recent(
+        self,
+        prefix: str | None,
+        limit: int | None,
+        sync_impl: _Impl | None,
+        async_impl: _Impl | None,
+    ) -> Iterator[tuple[str, datetime]]:
+        before: tuple[float, str] | None = None
+        left = limit
+        while left is None or left > 0:
+            size = RECENT_PAGE if left is None else min(left, RECENT_PAGE)
+            if sync_impl is not None:
+                page = sync_impl(prefix, before, size)
+            else:
+                assert async_impl is not None
+                page = self._loop.run(async_impl(prefix, before, size))
+            yield from _dated(page)
+            if len(page) < size:
+                return
+            if left is not None:
+                left -= len(page)
+            session_id, updated = page[-1]
+            before = (updated, session_id)
+
+    def recent_page(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """One call of the backend's ``recent_sessions`` hook: up to ``limit``
+        ``(session_id, updated)`` pairs (``updated`` in seconds since the epoch) after the
+        cursor ``before``, exactly as the backend returns them. For wrapper backends that
+        pass the ``recent`` capability through (``chatkeep-encrypted``); applications use
+        :meth:`recent_sessions`."""
+        sync_impl, async_impl = self._recent(prefix, limit)
+        _check_cursor(before)
+        if sync_impl is not None:
+            page: list[tuple[str, float]] = sync_impl(prefix, before, limit)
+        else:
+            assert async_impl is not None
+            page = self._loop.run(async_impl(prefix, before, limit))
+        return page
+
+    async def arecent_page(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """Async :meth:`recent_page`."""
+        sync_impl, async_impl = self._recent(prefix, limit)
+        _check_cursor(before)
+        if async_impl is not None:
+            page: list[tuple[str, float]] = await async_impl(prefix, before, limit)
+        else:
+            assert sync_impl is not None
+            page = await asyncio.to_thread(sync_impl, prefix, before, limit)
+        return page
+
+    def arecent_sessions(
+        self, prefix: str | None = None, limit: int | None = None
+    ) -> AsyncIterator[tuple[str, datetime]]:
+        """Async :meth:`recent_sessions` (``async for session_id, updated in ...``)."""
+        return self._aiterate_recent(prefix, limit, *self._recent(prefix, limit))
+
+    async def _aiterate_recent(
+        self,
+        prefix: str | None,
+        limit: int | None,
+        sync_impl: _Impl | None,
+        async_impl: _Impl | None,
+    ) -> AsyncIterator[tuple[str, datetime]]:
+        before: tuple[float, str] | None = None
+        left = limit
+        while left is None or left > 0:
+            size = RECENT_PAGE if left is None else min(left, RECENT_PAGE)
+            if async_impl is not None:
+                page = await async_impl(prefix, before, size)
+            else:
+                assert sync_impl is not None
+                if self._inline_read:  # a local index query costs what a read does
+                    page = sync_impl(prefix, before, size)
+                else:
+                    page = await asyncio.to_thread(sync_impl, prefix, before, size)
+            for item in _dated(page):
+                yield item
+            if len(page) < size:
+                return
+            if left is not None:
+                left -= len(page)
+            session_id, updated = page[-1]
+            before = (updated, session_id)
+
     def close(self) -> None:
         """Release the backend's resources. Idempotent."""
         if self._closed:
@@ -484,6 +618,23 @@ class Store:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _check_cursor(before: object) -> None:
+    if before is None:
+        return
+    if (
+        type(before) is not tuple
+        or len(before) != 2
+        or type(before[0]) not in (int, float)
+        or type(before[1]) is not str
+    ):
+        raise TypeError(f"before must be None or an (updated, session_id) tuple, not {before!r}")
+
+
+def _dated(page: list[tuple[str, float]]) -> Iterator[tuple[str, datetime]]:
+    for session_id, updated in page:
+        yield session_id, datetime.fromtimestamp(updated, timezone.utc)
 
 
 async def _anext_or(iterator: AsyncIterator[str]) -> Any:

@@ -164,41 +164,40 @@ def list_sessions(
     quiet: bool = False,
 ) -> int:
     """``sessions list``: newest first, ``ID  MESSAGES  UPDATED  TITLE``, JSON Lines, or
-    (``quiet``) the ids alone."""
+    (``quiet``) the ids alone. JSON Lines and ids stream: each line is printed as its
+    session is described (the table waits for its rows, to align its columns)."""
+    damaged: dict[str, str] = {}
+    rows: list[tuple[str, str, str, str]] = []
     with _store(choice, read_only=True) as store:
-        infos = list(list_session_infos(store, prefix=prefix, limit=limit, newest_first=True))
-    damaged = {info.id: redact_text(info.damaged) for info in infos if info.damaged is not None}
-    for reason in damaged.values():
-        print(f"chatkeep: warning: {reason}", file=sys.stderr)
+        for info in list_session_infos(store, prefix=prefix, limit=limit, newest_first=True):
+            if info.damaged is not None:
+                damaged[info.id] = reason = redact_text(info.damaged)
+                print(f"chatkeep: warning: {reason}", file=sys.stderr)
+            if quiet:
+                print(info.id, flush=True)
+            elif as_json:
+                row = {
+                    "id": info.id,
+                    "messages": info.messages,
+                    "messages_exact": info.messages_exact,
+                    "created_at": _iso(info.created_at),
+                    "updated_at": _iso(info.updated_at),
+                    "title": info.title,
+                    "damaged": damaged.get(info.id),
+                }
+                print(json.dumps(row, ensure_ascii=False), flush=True)
+            else:
+                title = (
+                    _short(f"damaged: {damaged[info.id]}")
+                    if info.id in damaged
+                    else _short(info.title)
+                )
+                rows.append((info.id, _messages_cell(info), _when(info.updated_at), title))
     code = 1 if damaged else 0
-    if quiet:
-        for info in infos:
-            print(info.id)
-        return code
-    if as_json:
-        for info in infos:
-            row = {
-                "id": info.id,
-                "messages": info.messages,
-                "messages_exact": info.messages_exact,
-                "created_at": _iso(info.created_at),
-                "updated_at": _iso(info.updated_at),
-                "title": info.title,
-                "damaged": damaged.get(info.id),
-            }
-            print(json.dumps(row, ensure_ascii=False))
+    if quiet or as_json:
         return code
     from .output import print_table
 
-    rows = [
-        (
-            i.id,
-            _messages_cell(i),
-            _when(i.updated_at),
-            _short(f"damaged: {damaged[i.id]}") if i.id in damaged else _short(i.title),
-        )
-        for i in infos
-    ]
     print_table(("ID", "MESSAGES", "UPDATED", "TITLE"), rows)
     return code
 

@@ -42,6 +42,7 @@ CAPABILITY_ORDER: tuple[str, ...] = (
     "ttl",
     "conditional",
     "namespace",
+    "recent",
 )
 
 #: Report rows of the optional test hooks (:mod:`chatkeep.testing.hooks`), after the rest.
@@ -96,6 +97,10 @@ REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType(
         "ConditionalAppendTests": needs("conditional"),
         "ConditionalProcessTests": needs("conditional", "shared"),
         "NamespaceTests": needs("namespace"),
+        "RecentSessionsTests": needs("recent"),
+        "RecentDeleteTests": needs("recent", "delete"),
+        "RecentSharedTests": needs("recent", "shared"),
+        "RecentTtlTests": needs("recent", "ttl"),
         # log views and the history lifecycle, built by the core on the two hooks
         "ForkTests": needs(group="views"),
         "UndoTests": needs(group="views"),

@@ -148,6 +148,19 @@ class EncryptedStore:
         async for session_id in self.inner.alist_sessions(prefix):
             yield session_id
 
+    def recent_sessions(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """The inner store's ``recent`` index, page by page (session ids are not
+        encrypted, and the times are the inner store's)."""
+        return self.inner.recent_page(prefix, before, limit)
+
+    async def arecent_sessions(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """Async :meth:`recent_sessions`."""
+        return await self.inner.arecent_page(prefix, before, limit)
+
     def close(self) -> None:
         """Close the inner store."""
         self.inner.close()

@@ -38,6 +38,7 @@ OBJECTS: tuple[str, ...] = (
     "jsonb_or_null",
     "sessions_pkey",
     "sessions_expires_idx",
+    "sessions_updated_idx",
     "records_pkey",
     "records_record_id_key",
 )

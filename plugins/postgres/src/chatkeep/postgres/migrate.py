@@ -53,6 +53,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         2, "append refuses a record id stored with other data (RecordConflict)", pgsql.migration_2
     ),
     Migration(3, "append_if: conditional appends (AppendConflict)", pgsql.migration_3),
+    Migration(
+        4,
+        "sessions.updated_at kept by a retry that stores nothing, and indexed (recent)",
+        pgsql.migration_4,
+    ),
 )
 #: The version a store brings its schema to.
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -14,6 +14,7 @@ from chatkeep.core.backend import (
     DURABLE,
     LIST_SESSIONS,
     NAMESPACE,
+    RECENT,
     SHARED,
     TTL,
     RegisterBackend,
@@ -24,7 +25,7 @@ __all__ = ["CAPABILITIES", "SCHEMES", "chatkeep_register_backends"]
 
 #: What the PostgreSQL backend offers (declared once: the store class reads it from here).
 CAPABILITIES: frozenset[str] = frozenset(
-    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE}
+    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE, RECENT}
 )
 #: The URL schemes that select it.
 SCHEMES = ("postgresql", "postgres")

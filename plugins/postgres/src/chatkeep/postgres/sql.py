@@ -22,6 +22,7 @@ __all__ = [
     "migration_1",
     "migration_2",
     "migration_3",
+    "migration_4",
 ]
 
 
@@ -341,6 +342,44 @@ def migration_3(names: Names, conn: object) -> list[sql.Composed]:
     return [sql.SQL(_V3_FUNCTIONS).format(**mapping)]
 
 
+# -- migration 4: the recent capability ----------------------------------------------------
+
+# The v2 body, with updated_at kept when the append stored nothing: the first UPDATE (the
+# row lock that reserves positions) still sets it to now(); the rare path, which already
+# rewrites the row to correct its length, puts back the time the log's last record was
+# stored when no record was added (a retried batch). The common path is unchanged: one
+# statement writes the row, updated_at included.
+_V4_APPEND = _V2_APPEND.replace(
+    """        UPDATE {sessions} AS s
+           SET length = v_length + v_added
+         WHERE s.namespace = p_namespace AND s.session_id = p_session_id;""",
+    """        UPDATE {sessions} AS s
+           SET length = v_length + v_added,
+               updated_at = CASE WHEN v_added > 0 THEN s.updated_at ELSE coalesce(
+                   (SELECT r.created_at FROM {records} AS r
+                     WHERE r.namespace = p_namespace AND r.session_id = p_session_id
+                       AND r.seq = v_length - 1),
+                   s.updated_at) END
+         WHERE s.namespace = p_namespace AND s.session_id = p_session_id;""",
+)
+assert _V4_APPEND != _V2_APPEND
+
+_V4_INDEX = """
+CREATE INDEX IF NOT EXISTS {bare_sessions_updated_idx}
+    ON {sessions} (namespace, updated_at, session_id);
+
+COMMENT ON COLUMN {sessions}.updated_at IS
+    'chatkeep: when an append last stored a record (the recent capability''s order)';
+"""
+
+
+def migration_4(names: Names, conn: object) -> list[sql.Composed]:
+    """The statements of migration 4."""
+    mapping = names.mapping()
+    mapping["append_body"] = _render_body(_V4_APPEND, names, conn)
+    return [sql.SQL(_V2_FUNCTIONS).format(**mapping), _statements(_V4_INDEX, names)]
+
+
 def _render_body(body: str, names: Names, conn: object) -> sql.Literal:
     """A function body, with its names quoted, as a string literal for ``CREATE FUNCTION``."""
     composed = _statements(body, names)
@@ -423,6 +462,23 @@ SELECT s.session_id
 """
 
 
+# The newest live sessions strictly before the cursor (updated_at, session_id): a backward
+# walk of the (namespace, updated_at, session_id) index from the cursor. The time travels
+# as epoch seconds (float8 holds a microsecond timestamptz exactly, both ways).
+_RECENT = """
+SELECT s.session_id, extract(epoch FROM s.updated_at)::float8
+  FROM {sessions} AS s
+ WHERE s.namespace = %(namespace)s
+   AND (s.updated_at, s.session_id) < (to_timestamp(%(before_at)s::float8), %(before_id)s)
+   AND s.session_id >= %(lower)s
+   {upper}
+   AND (s.expires_at IS NULL OR s.expires_at > now())
+   AND s.length > 0
+ ORDER BY s.updated_at DESC, s.session_id DESC
+ LIMIT %(limit)s
+"""
+
+
 @dataclass(frozen=True)
 class Queries:
     """The statements of one (schema, prefix), rendered once to text for psycopg's caches."""
@@ -434,6 +490,8 @@ class Queries:
     purge: bytes
     list_all: bytes
     list_bounded: bytes
+    recent_all: bytes
+    recent_bounded: bytes
     read_positions: bytes
     damage_garbage: bytes
     damage_truncated: bytes
@@ -465,6 +523,8 @@ class Queries:
             purge=text(sql.SQL("SELECT {}(%s, %s)").format(names("purge_expired"))),
             list_all=text(sql.SQL(_LIST).format(sessions=names("sessions"), upper=sql.SQL(""))),
             list_bounded=text(sql.SQL(_LIST).format(sessions=names("sessions"), upper=upper)),
+            recent_all=text(sql.SQL(_RECENT).format(sessions=names("sessions"), upper=sql.SQL(""))),
+            recent_bounded=text(sql.SQL(_RECENT).format(sessions=names("sessions"), upper=upper)),
             read_positions=text(sql.SQL(_READ_POSITIONS).format(bounds=bounds, **names.mapping())),
             damage_garbage=text(_statements(_DAMAGE_GARBAGE, names)),
             damage_truncated=text(_statements(_DAMAGE_TRUNCATED, names)),

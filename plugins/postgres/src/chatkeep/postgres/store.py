@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import struct
 import threading
 import time
@@ -419,6 +420,21 @@ class PostgresStore:
         }
         return ("list_all" if upper is None else "list_bounded"), params
 
+    def _recent_params(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> tuple[str, dict[str, Any]]:
+        upper = None if not prefix else prefix_upper_bound(prefix)
+        at, after = (math.inf, "") if before is None else before
+        params = {
+            "namespace": self._namespace,
+            "before_at": float(at),
+            "before_id": after,
+            "lower": prefix or "",
+            "upper": upper,
+            "limit": limit,
+        }
+        return ("recent_all" if upper is None else "recent_bounded"), params
+
     # -- sync hooks ---------------------------------------------------------------------------
 
     def append(self, session_id: str, records: list[Record]) -> None:
@@ -469,6 +485,19 @@ class PostgresStore:
             if len(rows) < self.options.list_page_size:
                 return
             after = rows[-1][0]
+
+    def recent_sessions(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """Up to ``limit`` live sessions (id, ``updated_at`` as epoch seconds) newest first,
+        ties by id descending, after the cursor ``before`` (the ``recent`` capability): one
+        query, a backward walk of the ``(namespace, updated_at, session_id)`` index. The
+        time is the server's ``now()`` of the session's last append that stored a record.
+        A ``mode=ro`` handle of a schema older than version 4 answers the same query
+        without the index (a sort of the namespace's sessions)."""
+        statement, params = self._recent_params(prefix, before, limit)
+        rows = self._run(Call("recent_sessions"), statement, params)
+        return [(session_id, float(at)) for session_id, at in rows]
 
     def chatkeep_durability(self) -> str:
         """What an acknowledged append survives (a test hook of ``chatkeep.testing``):
@@ -587,6 +616,14 @@ class PostgresStore:
             if len(rows) < self.options.list_page_size:
                 return
             after = rows[-1][0]
+
+    async def arecent_sessions(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """Async :meth:`recent_sessions`."""
+        statement, params = self._recent_params(prefix, before, limit)
+        rows = await self._arun(Call("recent_sessions"), statement, params)
+        return [(session_id, float(at)) for session_id, at in rows]
 
     async def apurge_expired(self, *, all_namespaces: bool = False, batch_size: int = 1000) -> int:
         """Async :meth:`purge_expired`."""

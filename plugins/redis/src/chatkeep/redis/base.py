@@ -11,14 +11,17 @@ from chatkeep.core.backend import AppendConflict, Record, RecordConflict, StoreU
 
 from .config import DEFAULT_URL, Settings, parse_settings
 from .faults import Faults
-from .layout import Layout, decode_member, digest, element_body
-from .plugin import CAPABILITIES
+from .layout import Layout, decode_member, digest, element_body, encode_session_id
+from .plugin import CAPABILITIES, CLUSTER_CAPABILITIES
 from .retrying import RetryPolicy
 
-__all__ = ["KEYS_PER_CALL", "RedisBase"]
+__all__ = ["KEYS_PER_CALL", "RECENT_BUDGET", "RedisBase"]
 
 #: How many per-slot indexes of a cluster node one listing call walks at most.
 KEYS_PER_CALL = 256
+#: How many members of the last-append index one ``recent_sessions`` script call examines
+#: at most (a narrow prefix makes the store call again rather than block the server).
+RECENT_BUDGET = 2000
 
 _NO_CONDITION = (b"0", b"")
 
@@ -47,6 +50,9 @@ class RedisBase:
         )
         self._ttl_arg = str(settings.ttl_ms or 0).encode()
         self._closed = False
+        if settings.cluster:
+            # No last-append index on a cluster (see Layout.recent_key): no ``recent``.
+            self.capabilities = CLUSTER_CAPABILITIES  # type: ignore[misc]
 
     # -- introspection ---------------------------------------------------------------------
 
@@ -95,7 +101,12 @@ class RedisBase:
         """The EVALSHA arguments (after the SHA) of an append; ``condition`` is
         (``b"1"``, expected last id) for a conditional one, else ``_NO_CONDITION``."""
         log, digests, legacy, index, member = self._layout.binary_keys(session_id)
-        arguments: list[bytes | int] = [4, log, digests, legacy, index, self._ttl_arg]
+        recent = self._layout.recent_key()
+        arguments: list[bytes | int]
+        if recent is None:
+            arguments = [4, log, digests, legacy, index, self._ttl_arg]
+        else:
+            arguments = [5, log, digests, legacy, index, recent, self._ttl_arg]
         arguments += condition
         arguments.append(member)
         for record in records:
@@ -103,6 +114,54 @@ class RedisBase:
             arguments.append(digest(record.data))
             arguments.append(element_body(record))
         return arguments
+
+    def _delete_command(self, session_id: str) -> list[bytes | int]:
+        """The EVALSHA arguments (after the SHA) of a delete."""
+        log, digests, legacy, index, member = self._layout.binary_keys(session_id)
+        recent = self._layout.recent_key()
+        if recent is None:
+            return [4, log, digests, legacy, index, member]
+        return [5, log, digests, legacy, index, recent, member]
+
+    def _recent_command(
+        self, prefix: str | None, cursor: tuple[bytes, bytes], wanted: int
+    ) -> list[bytes | int]:
+        """The EVALSHA arguments (after the SHA) of one page of the last-append index from
+        ``cursor`` (score, member; ``(b"+inf", b"")`` for the newest)."""
+        recent = self._layout.recent_key()
+        assert recent is not None, "a cluster declares no 'recent'"
+        encoded = encode_session_id(prefix).encode() if prefix else b""
+        score, member = cursor
+        stem = self._layout.key_stem()
+        return [1, recent, stem, score, member, wanted, encoded, RECENT_BUDGET]
+
+    def _backfill_recent_command(self, bound: bytes) -> list[bytes | int]:
+        """The EVALSHA arguments (after the SHA) of one page of the ``{}:recent`` back-fill."""
+        recent = self._layout.recent_key()
+        assert recent is not None, "a cluster declares no 'recent'"
+        index = self._layout.index_keys()[0]
+        marker = self._layout.recent_marker()
+        return [3, index, recent, marker, bound, self._settings.scan_count]
+
+    @staticmethod
+    def _recent_cursor(before: tuple[float, str] | None) -> tuple[bytes, bytes]:
+        if before is None:
+            return b"+inf", b""
+        return repr(float(before[0])).encode(), encode_session_id(before[1]).encode()
+
+    @staticmethod
+    def _read_recent(
+        reply: list[bytes],
+    ) -> tuple[bool, tuple[bytes, bytes], list[tuple[str, float]]]:
+        """A page reply: whether the index is exhausted, the cursor to go on from, and the
+        (session id, updated) pairs."""
+        done, score, member, *items = reply
+        pairs = []
+        for name, at in zip(items[::2], items[1::2], strict=True):
+            session_id = decode_member(name)
+            if session_id is not None:
+                pairs.append((session_id, float(at)))
+        return bool(int(done)), (score, member), pairs
 
     @staticmethod
     def _condition(after: str | None) -> tuple[bytes, bytes]:

@@ -50,6 +50,7 @@ __all__ = [
     "decode_records",
     "digest",
     "element_body",
+    "encode_session_id",
     "lrange_bounds",
 ]
 
@@ -145,6 +146,17 @@ class Layout:
         if not self.cluster:
             return (self.prefix + "{}:sessions").encode()
         return (self.prefix + "{" + slot_tags()[slot_of(member)] + "}:sessions").encode()
+
+    def recent_key(self) -> bytes | None:
+        """The namespace's last-append index (``<prefix>{}:recent``, a sorted set of encoded
+        ids scored by the time of each one's last append that stored a record), or ``None``
+        on a cluster, which keeps none (one set cannot share a slot with every session)."""
+        return None if self.cluster else (self.prefix + "{}:recent").encode()
+
+    def recent_marker(self) -> bytes:
+        """A key that exists once the sessions appended to before ``{}:recent`` existed
+        were put into it (single server only)."""
+        return (self.prefix + "{}:recent-indexed").encode()
 
     def index_keys(self) -> list[bytes]:
         """Every index key of the namespace (one, or one per cluster slot in slot order)."""

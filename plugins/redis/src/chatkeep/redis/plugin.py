@@ -13,18 +13,21 @@ from chatkeep.core.backend import (
     DURABLE,
     LIST_SESSIONS,
     NAMESPACE,
+    RECENT,
     SHARED,
     TTL,
     RegisterBackend,
     hookimpl,
 )
 
-__all__ = ["CAPABILITIES", "SCHEMES", "chatkeep_register_backends"]
+__all__ = ["CAPABILITIES", "CLUSTER_CAPABILITIES", "SCHEMES", "chatkeep_register_backends"]
 
 #: What the Redis backend offers (declared once: the store class reads it from here).
 CAPABILITIES: frozenset[str] = frozenset(
-    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE}
+    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE, RECENT}
 )
+#: What a store on a Redis Cluster offers: no ``recent`` (no one last-append index).
+CLUSTER_CAPABILITIES: frozenset[str] = CAPABILITIES - {RECENT}
 #: The URL schemes that select it.
 SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["APPEND", "DELETE", "LIST_PAGE", "Script"]
+__all__ = ["APPEND", "DELETE", "LIST_PAGE", "RECENT_BACKFILL", "RECENT_PAGE", "Script"]
 
 
 class Script:
@@ -22,7 +22,8 @@ class Script:
         self.sha = hashlib.sha1(self.source).hexdigest().encode()  # noqa: S324 (Redis's id)
 
 
-#: Append a batch. KEYS: log, digests, legacy ids, index.
+#: Append a batch. KEYS: log, digests, legacy ids, index, and on a single server the
+#: namespace's last-append index (a sorted set scored by the server's TIME, in seconds).
 #: ARGV: ttl ms, conditional ("1"/"0"), expected last id ("" = empty log), index member,
 #: then (id, digest, element body) per record.
 #: Returns the number of records stored, ``{"conflict", id}`` when an id is stored with
@@ -91,6 +92,10 @@ for first = 1, count, 1000 do
   redis.call('HSET', KEYS[2], unpack(pairs))
 end
 redis.call('ZADD', KEYS[4], 0, ARGV[4])
+if KEYS[5] then
+  local now = redis.call('TIME')
+  redis.call('ZADD', KEYS[5], now[1] .. '.' .. string.format('%06d', tonumber(now[2])), ARGV[4])
+end
 local ttl = tonumber(ARGV[1])
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
@@ -101,11 +106,13 @@ return count
 """
 )
 
-#: Erase a session. KEYS: log, digests, legacy ids, index. ARGV: index member.
+#: Erase a session. KEYS: log, digests, legacy ids, index (and the last-append index, on a
+#: single server). ARGV: index member.
 DELETE = Script(
     """\
 redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
 redis.call('ZREM', KEYS[4], ARGV[1])
+if KEYS[5] then redis.call('ZREM', KEYS[5], ARGV[1]) end
 return 1
 """
 )
@@ -139,5 +146,78 @@ for i = 6, #ARGV do
   result[1] = i - 5
 end
 return result
+"""
+)
+
+
+#: One page of the last-append index, newest first (ties by member, descending), strictly
+#: after the cursor. KEYS: the last-append index. ARGV: key stem, cursor score (``"+inf"``
+#: for the start), cursor member (``""`` for none), how many live members to return, the
+#: encoded prefix (``""`` for none), how many members to examine at most.
+#: Returns {1 when the index is exhausted else 0, the last examined score, its member,
+#: then member, score for each live match}. Members whose log no longer exists (expired by
+#: a TTL) are removed from the index as they are met.
+RECENT_PAGE = Script(
+    """\
+local key, stem, prefix = KEYS[1], ARGV[1], ARGV[5]
+local score, member = ARGV[2], ARGV[3]
+local wanted, budget = tonumber(ARGV[4]), tonumber(ARGV[6])
+local result = {0, score, member}
+local found = 0
+while true do
+  -- Members at the cursor's own score come first in REV order: skip those not after it.
+  local skip = 0
+  if member ~= '' then
+    local ties = redis.call('ZRANGE', key, score, score, 'BYSCORE')
+    for _, tied in ipairs(ties) do
+      if tied >= member then skip = skip + 1 end
+    end
+  end
+  local batch = math.min(budget, 200)
+  local items = redis.call(
+    'ZRANGE', key, score, '-inf', 'BYSCORE', 'REV', 'LIMIT', skip, batch, 'WITHSCORES')
+  for i = 1, #items, 2 do
+    local name, at = items[i], items[i + 1]
+    score, member = at, name
+    budget = budget - 1
+    if prefix == '' or string.sub(name, 1, #prefix) == prefix then
+      if redis.call('EXISTS', stem .. name .. '}:log') == 1 then
+        result[#result + 1] = name
+        result[#result + 1] = at
+        found = found + 1
+      else
+        redis.call('ZREM', key, name)
+      end
+    end
+    if found == wanted or budget == 0 then
+      result[2], result[3] = score, member
+      return result
+    end
+  end
+  if #items < 2 * batch then
+    result[1] = 1
+    return result
+  end
+end
+"""
+)
+
+
+#: Put sessions appended to before the last-append index existed into it, a page at a time,
+#: scored 0 (they list after every session with a time until their next append moves them;
+#: ``NX`` keeps every real score). KEYS: the sessions index, the last-append index, the
+#: marker set when done. ARGV: where to continue (``"(member"``, or ``"-"``), page size.
+#: Returns where to continue, or ``""`` once every session is in (and the marker is set).
+RECENT_BACKFILL = Script(
+    """\
+local members = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[1], '+', 'LIMIT', 0, tonumber(ARGV[2]))
+for _, member in ipairs(members) do
+  redis.call('ZADD', KEYS[2], 'NX', 0, member)
+end
+if #members < tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[3], '1')
+  return ''
+end
+return '(' .. members[#members]
 """
 )

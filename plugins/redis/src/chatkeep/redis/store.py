@@ -31,7 +31,7 @@ from .base import RedisBase
 from .clients import SyncClient, connect_sync
 from .config import DEFAULT_URL, Settings
 from .layout import BadElement, corrupt_record, decode_records, lrange_bounds, prefix_range
-from .scripts import APPEND, DELETE, LIST_PAGE, Script
+from .scripts import APPEND, DELETE, LIST_PAGE, RECENT_BACKFILL, RECENT_PAGE, Script
 from .store_async import AsyncRedisStore
 
 __all__ = ["RedisStore"]
@@ -110,6 +110,7 @@ class RedisStore(RedisBase):
         self._client: SyncClient | None = None
         self._client_lock = threading.Lock()
         self._indexed = False
+        self._recent_indexed = False
         self._async = AsyncRedisStore._sharing(self)
 
     @classmethod
@@ -182,10 +183,8 @@ class RedisStore(RedisBase):
     def delete(self, session_id: str) -> None:
         """Erase the session (its log, digests and index entry) in one script."""
         self._check_open()
-        log, digests, legacy, index, member = self._layout.binary_keys(session_id)
-        self._policy.run(
-            "delete", lambda: self._script(DELETE, 4, log, digests, legacy, index, member)
-        )
+        arguments = self._delete_command(session_id)
+        self._policy.run("delete", lambda: self._script(DELETE, *arguments))
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
         """The namespace's session ids (starting with ``prefix``), page by page from its
@@ -207,6 +206,41 @@ class RedisStore(RedisBase):
                 ids, finished, bound = self._read_page(self._policy.run("list_sessions", page))
                 yield from ids
                 offset += finished if bound else len(keys) - offset
+
+    def recent_sessions(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """Up to ``limit`` live sessions (id, last append time by the server's clock) newest
+        first, ties by id descending, after the cursor ``before`` (the ``recent``
+        capability): one script per page over the namespace's ``{}:recent`` sorted set,
+        which drops the members whose log expired as it meets them."""
+        self._check_open()
+        self._ensure_recent_indexed()
+        cursor = self._recent_cursor(before)
+        found: list[tuple[str, float]] = []
+        while len(found) < limit:
+            page = partial(
+                self._script, RECENT_PAGE, *self._recent_command(prefix, cursor, limit - len(found))
+            )
+            done, cursor, pairs = self._read_recent(self._policy.run("recent_sessions", page))
+            found += pairs
+            if done:
+                break
+        return found
+
+    def _ensure_recent_indexed(self) -> None:
+        """Put sessions appended to before ``{}:recent`` existed into it (scored 0), once
+        per namespace: a walk of the sessions index, then a marker key."""
+        if self._recent_indexed:
+            return
+        self._ensure_indexed()
+        marker = self._layout.recent_marker()
+        if not self._policy.run("recent_sessions", lambda: self._sync_client().exists(marker)):
+            bound = b"-"
+            while bound:
+                page = partial(self._script, RECENT_BACKFILL, *self._backfill_recent_command(bound))
+                bound = self._policy.run("recent_sessions", page)
+        self._recent_indexed = True
 
     def _on_node(self, node: Any, script: Script, arguments: list[Any]) -> Any:
         if node is None:
@@ -282,6 +316,13 @@ class RedisStore(RedisBase):
         self._check_open()
         async for session_id in self._async.list_sessions(prefix):
             yield session_id
+
+    async def arecent_sessions(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """Async :meth:`recent_sessions`."""
+        self._check_open()
+        return await self._async.recent_sessions(prefix, before, limit)
 
     async def aclose(self) -> None:
         """Async :meth:`close`: closes this loop's client here, then everything else."""

@@ -35,7 +35,7 @@ from redis.exceptions import NoScriptError
 from .base import RedisBase
 from .clients import AsyncClient, connect_async
 from .layout import BadElement, corrupt_record, decode_records, lrange_bounds, prefix_range
-from .scripts import APPEND, DELETE, LIST_PAGE, Script
+from .scripts import APPEND, DELETE, LIST_PAGE, RECENT_BACKFILL, RECENT_PAGE, Script
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -178,10 +178,8 @@ class AsyncRedisStore(RedisBase):
     async def delete(self, session_id: str) -> None:
         """Erase the session (its log, digests and index entry) in one script."""
         self._check_open()
-        log, digests, legacy, index, member = self._layout.binary_keys(session_id)
-        await self._policy.arun(
-            "delete", lambda: self._script(DELETE, 4, log, digests, legacy, index, member)
-        )
+        arguments = self._delete_command(session_id)
+        await self._policy.arun("delete", lambda: self._script(DELETE, *arguments))
 
     async def list_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
         """The namespace's session ids (starting with ``prefix``), page by page from its
@@ -211,6 +209,26 @@ class AsyncRedisStore(RedisBase):
                     yield session_id
                 offset += finished if bound else len(keys) - offset
 
+    async def recent_sessions(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """Up to ``limit`` live sessions newest first after ``before`` (see
+        :meth:`chatkeep.redis.RedisStore.recent_sessions`)."""
+        self._check_open()
+        await self._ensure_recent_indexed()
+        cursor = self._recent_cursor(before)
+        found: list[tuple[str, float]] = []
+        while len(found) < limit:
+            arguments = self._recent_command(prefix, cursor, limit - len(found))
+            reply = await self._policy.arun(
+                "recent_sessions", partial(self._script, RECENT_PAGE, *arguments)
+            )
+            done, cursor, pairs = self._read_recent(reply)
+            found += pairs
+            if done:
+                break
+        return found
+
     async def _on_node(self, node: Any, script: Script, arguments: list[Any]) -> Any:
         if node is None:
             return await self._script(script, *arguments)
@@ -226,6 +244,21 @@ class AsyncRedisStore(RedisBase):
                     return await client.execute_command(
                         "EVAL", script.source, *arguments, target_nodes=node
                     )
+
+    async def _ensure_recent_indexed(self) -> None:
+        """Async ``RedisStore._ensure_recent_indexed``."""
+        if getattr(self, "_recent_indexed", False):
+            return
+        await self._ensure_indexed()
+        marker = self._layout.recent_marker()
+        if not await self._policy.arun("recent_sessions", lambda: self._command("EXISTS", marker)):
+            bound = b"-"
+            while bound:
+                arguments = self._backfill_recent_command(bound)
+                bound = await self._policy.arun(
+                    "recent_sessions", partial(self._script, RECENT_BACKFILL, *arguments)
+                )
+        self._recent_indexed = True
 
     async def _ensure_indexed(self) -> None:
         """Add sessions written before the index existed (chatkeep-redis 0.1), once per

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = [
     "LATEST_VERSION",
     "MIGRATIONS",
+    "MIN_READABLE_VERSION",
+    "RECENT_VERSION",
     "VERSION_TABLE",
     "Migration",
     "migrate",
@@ -49,8 +51,42 @@ def _create_v1(db: sqlite_utils.Database) -> None:
         db.execute(statement)
 
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "sessions and records tables", _create_v1),)
+def _add_updated_at(db: sqlite_utils.Database) -> None:
+    """Version 2: ``updated_at`` and its index. An existing session gets the storage time
+    its last record carries (the core's ``stored_at`` stamp), else 0 (it then lists after
+    every stamped one, as the listing without the index puts sessions without a time)."""
+    for statement in sql.CREATE_V2:
+        db.execute(statement)
+    from chatkeep.core.backend import Record
+    from chatkeep.core.views import decode_log
+
+    after = 0
+    while True:
+        rows = db.execute(sql.SELECT_LAST_RECORDS, (after, _BACKFILL_BATCH)).fetchall()
+        updates = []
+        for session, data in rows:
+            [entry] = decode_log([Record("last", bytes(data))])
+            if entry.stored_at is not None:
+                updates.append((entry.stored_at.timestamp(), session))
+        db.conn.executemany(sql.UPDATE_UPDATED_AT, updates)
+        if len(rows) < _BACKFILL_BATCH:
+            return
+        after = rows[-1][0]
+
+
+_BACKFILL_BATCH = 1000
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "sessions and records tables", _create_v1),
+    Migration(2, "sessions.updated_at and its index (the recent capability)", _add_updated_at),
+)
 LATEST_VERSION = MIGRATIONS[-1].version
+#: The oldest version a ``mode=ro`` handle reads (it never migrates): version 1 lacks only
+#: ``updated_at``, so such a handle does without the ``recent`` capability.
+MIN_READABLE_VERSION = 1
+#: The first version with ``updated_at`` (the ``recent`` capability).
+RECENT_VERSION = 2
 
 
 def schema_version(conn: sqlite3.Connection) -> int:

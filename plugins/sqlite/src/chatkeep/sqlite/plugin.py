@@ -14,6 +14,7 @@ from chatkeep.core.backend import (
     DURABLE,
     LIST_SESSIONS,
     NAMESPACE,
+    RECENT,
     SHARED,
     TTL,
     RegisterBackend,
@@ -24,18 +25,22 @@ __all__ = [
     "CAPABILITIES",
     "MEMORY_CAPABILITIES",
     "READ_ONLY_CAPABILITIES",
+    "READ_ONLY_V1_CAPABILITIES",
     "SCHEMES",
     "chatkeep_register_backends",
 ]
 
 #: What a SQLite file offers beyond ``append`` and ``read``.
 CAPABILITIES: frozenset[str] = frozenset(
-    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE}
+    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE, RECENT}
 )
 #: A private ``:memory:`` database lives in one connection: neither shared nor durable.
 MEMORY_CAPABILITIES: frozenset[str] = CAPABILITIES - {SHARED, DURABLE}
 #: A ``mode=ro`` handle reads and lists, but neither deletes nor appends conditionally.
 READ_ONLY_CAPABILITIES: frozenset[str] = CAPABILITIES - {DELETE, CONDITIONAL}
+#: A ``mode=ro`` handle of a file at schema version 1 (before ``updated_at``): no ``recent``,
+#: so newest-first listings fall back to reading each session's last record.
+READ_ONLY_V1_CAPABILITIES: frozenset[str] = READ_ONLY_CAPABILITIES - {RECENT}
 #: The URL schemes that select the backend.
 SCHEMES = ("sqlite",)
 

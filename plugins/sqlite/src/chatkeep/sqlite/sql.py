@@ -12,6 +12,7 @@ from .layout import MAX_RECORDS, RECORDS_TABLE, SEQ_BITS, SESSIONS_TABLE, VERSIO
 
 __all__ = [
     "CREATE_V1",
+    "CREATE_V2",
     "CREATE_VERSION_TABLE",
     "DAMAGE",
     "DELETE_RECORDS",
@@ -24,7 +25,9 @@ __all__ = [
     "LIST_SQL",
     "READ_POSITIONS_SQL",
     "READ_SQL",
+    "RECENT_SQL",
     "SELECT_EXPIRED",
+    "SELECT_LAST_RECORDS",
     "SELECT_RECORD_ID",
     "SELECT_SESSION",
     "SELECT_SESSION_ID",
@@ -32,6 +35,7 @@ __all__ = [
     "SELECT_TABLE",
     "SELECT_VERSION",
     "UPDATE_SESSION",
+    "UPDATE_UPDATED_AT",
     "pragma",
     "read_positions_statement",
     "read_statement",
@@ -71,6 +75,23 @@ CREATE_V1: tuple[str, ...] = (
 )
 
 
+#: Version 2: each session's last append time (the ``recent`` capability) and its index.
+#: ``updated_at`` is seconds since the epoch (the store's clock); ``0`` until back-filled.
+CREATE_V2: tuple[str, ...] = (
+    f"ALTER TABLE {SESSIONS_TABLE} ADD COLUMN updated_at REAL NOT NULL DEFAULT 0",
+    # Newest first, ties by key descending: one backward walk of this index per page.
+    f"CREATE INDEX {SESSIONS_TABLE}_updated_at ON {SESSIONS_TABLE} (updated_at, session_id)",
+)
+#: The back-fill of version 2, a batch at a time: session row ids after ``?`` with their
+#: last record's data.
+SELECT_LAST_RECORDS = (
+    f"SELECT s.id, r.data FROM {SESSIONS_TABLE} AS s JOIN {RECORDS_TABLE} AS r "  # noqa: S608
+    "ON r.id = (s.id << 32) + s.length - 1 WHERE s.length > 0 AND s.id > ? "
+    "ORDER BY s.id LIMIT ?"
+)
+UPDATE_UPDATED_AT = f"UPDATE {SESSIONS_TABLE} SET updated_at = ? WHERE id = ?"  # noqa: S608
+
+
 def pragma(name: str, value: str | None = None) -> str:
     """``PRAGMA name`` or ``PRAGMA name = value``; both come from validated option choices."""
     return f"PRAGMA {name}" if value is None else f"PRAGMA {name} = {value}"
@@ -80,8 +101,15 @@ def pragma(name: str, value: str | None = None) -> str:
 
 SELECT_SESSION = f"SELECT id, length, expires_at FROM {SESSIONS_TABLE} WHERE session_id = ?"  # noqa: S608
 SELECT_SESSION_ID = f"SELECT id FROM {SESSIONS_TABLE} WHERE session_id = ?"  # noqa: S608
-INSERT_SESSION = f"INSERT INTO {SESSIONS_TABLE} (session_id, length, expires_at) VALUES (?, ?, ?)"  # noqa: S608
-UPDATE_SESSION = f"UPDATE {SESSIONS_TABLE} SET length = ?, expires_at = ? WHERE id = ?"  # noqa: S608
+INSERT_SESSION = (
+    f"INSERT INTO {SESSIONS_TABLE} (session_id, length, expires_at, updated_at) "  # noqa: S608
+    "VALUES (?, ?, ?, ?)"
+)
+# updated_at: the append's time, or NULL (kept as it was) when the append stored nothing.
+UPDATE_SESSION = (
+    f"UPDATE {SESSIONS_TABLE} SET length = ?, expires_at = ?, "  # noqa: S608
+    "updated_at = coalesce(?, updated_at) WHERE id = ?"
+)
 DELETE_SESSION = f"DELETE FROM {SESSIONS_TABLE} WHERE id = ?"  # noqa: S608
 INSERT_RECORD = (
     f"INSERT OR IGNORE INTO {RECORDS_TABLE} (id, session, record_id, data) VALUES (?, ?, ?, ?)"  # noqa: S608
@@ -213,4 +241,27 @@ LIST_SQL = {
     )
     for inclusive in (True, False)
     for bounded in (True, False)
+}
+
+
+# -- the most recently updated sessions (the ``recent`` capability) ----------------------------
+
+# One backward walk of the (updated_at, session_id) index from the cursor, keys inside the
+# [lower, upper) range of the tenant and prefix, live sessions only. With a prefix the
+# planner may instead take the prefix's key range and sort it (cheaper for a narrow prefix,
+# whichever its statistics favour); a tenant's whole listing always walks the index.
+_RECENT = (
+    f"SELECT session_id, updated_at FROM {SESSIONS_TABLE} {{indexed}}"  # noqa: S608
+    "WHERE (updated_at, session_id) < (?1, ?2) AND session_id >= ?3{before} "
+    "AND (expires_at IS NULL OR expires_at > ?5) "
+    "ORDER BY updated_at DESC, session_id DESC LIMIT ?6"
+)
+#: Keyed (the key range has an upper bound ?4, the index walk is forced).
+RECENT_SQL = {
+    (bounded, forced): _RECENT.format(
+        before=" AND session_id < ?4" if bounded else "",
+        indexed=f"INDEXED BY {SESSIONS_TABLE}_updated_at " if forced else "",
+    )
+    for bounded in (True, False)
+    for forced in (True, False)
 }

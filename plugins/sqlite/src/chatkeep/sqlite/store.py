@@ -38,8 +38,19 @@ from .config import MEMORY, SQLiteOptions, parse_options, parse_url
 from .errors import DatabaseNotFound, DatabaseReplaced, IncompatibleSchema, ReadOnlyStore, StoreFull
 from .faults import Faults
 from .layout import MAX_RECORDS, MAX_SESSIONS, SEQ_BITS, label, session_range, tenant_prefix
-from .migrations import LATEST_VERSION, migrate, schema_version
-from .plugin import CAPABILITIES, MEMORY_CAPABILITIES, READ_ONLY_CAPABILITIES
+from .migrations import (
+    LATEST_VERSION,
+    MIN_READABLE_VERSION,
+    RECENT_VERSION,
+    migrate,
+    schema_version,
+)
+from .plugin import (
+    CAPABILITIES,
+    MEMORY_CAPABILITIES,
+    READ_ONLY_CAPABILITIES,
+    READ_ONLY_V1_CAPABILITIES,
+)
 from .sql import DAMAGE as _DAMAGE
 from .sql import DELETE_RECORDS as _DELETE_RECORDS
 from .sql import DELETE_SESSION as _DELETE_SESSION
@@ -48,6 +59,7 @@ from .sql import INSERT_RECORDS as _INSERT_RECORDS
 from .sql import INSERT_ROWS_MAX as _INSERT_ROWS_MAX
 from .sql import INSERT_SESSION as _INSERT_SESSION
 from .sql import LIST_SQL as _LIST_SQL
+from .sql import RECENT_SQL as _RECENT_SQL
 from .sql import SELECT_EXPIRED as _SELECT_EXPIRED
 from .sql import SELECT_RECORD_ID as _SELECT_RECORD_ID
 from .sql import SELECT_SESSION as _SELECT_SESSION
@@ -303,12 +315,15 @@ class SQLiteStore:
                 f"this chatkeep-sqlite only knows versions up to {LATEST_VERSION}; upgrade "
                 "chatkeep-sqlite to open it"
             )
-        if 0 < version < LATEST_VERSION:
+        if 0 < version < MIN_READABLE_VERSION:  # pragma: no cover - none is unreadable yet
             connection.close()
             raise StoreUnavailable(
                 f"SQLite database {self.path!r} has the older chatkeep schema version "
                 f"{version}, which mode=ro cannot migrate: open it once without mode=ro"
             )
+        if 0 < version < RECENT_VERSION:
+            # Readable as it is, without migrating: only the last-append index is missing.
+            self.capabilities = READ_ONLY_V1_CAPABILITIES
         self._no_tables = version == 0
         return connection
 
@@ -674,6 +689,56 @@ class SQLiteStore:
                 return []
             return [row[0] for row in handle.connection.execute(sql, parameters)]
 
+    def recent_sessions(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        """Up to ``limit`` live sessions (id, last append time) newest first, ties by id
+        descending, after the keyset cursor ``before`` (the ``recent`` capability).
+
+        One backward walk of the ``(updated_at, session_id)`` index per query, from the
+        cursor: the cost is that of the sessions returned (plus, in the default namespace,
+        the named tenants' newer sessions it steps over, and with ``prefix``, the newer
+        sessions outside it). ``updated_at`` is the :func:`time.time` (or ``clock``) of the
+        session's last append that stored a record.
+        """
+        tenant = self._tenant
+        lower = tenant + (prefix or "")
+        upper = prefix_successor(lower) if lower else None
+        if prefix:
+            try:
+                prefix.encode("utf-8")
+            except UnicodeEncodeError:
+                return []  # a lone surrogate: no valid session id starts with it
+        cursor = (float("inf"), "") if before is None else (before[0], tenant + before[1])
+        found: list[tuple[str, float]] = []
+        while len(found) < limit:
+            want = limit - len(found)
+            page = self._recent_page(cursor, lower, upper, want, not prefix)
+            for key, updated in page:
+                if tenant or "\x00" not in key:  # the default namespace: skip tenants' keys
+                    found.append((key[len(tenant) :], updated))
+            if len(page) < want:
+                break
+            cursor = (page[-1][1], page[-1][0])
+        return found
+
+    def _recent_page(
+        self,
+        cursor: tuple[float, str],
+        lower: str,
+        upper: str | None,
+        limit: int,
+        walk: bool,
+    ) -> list[tuple[str, float]]:
+        self._check_open()
+        sql = _RECENT_SQL[upper is not None, walk]
+        parameters = (*cursor, lower, upper, self._clock(), limit)
+        handle = self._handle()
+        with handle.lock, self._faults.mapped():
+            if self._no_tables and self._tables_missing(handle.connection):
+                return []
+            return [(row[0], row[1]) for row in handle.connection.execute(sql, parameters)]
+
     def purge_expired(self) -> int:
         """Erase every expired session now and return how many there were.
 
@@ -791,7 +856,7 @@ def _append(
     count = len(records)
     if row is None:
         session: int = connection.execute(
-            _INSERT_SESSION, (session_id, count, expires_at)
+            _INSERT_SESSION, (session_id, count, expires_at, now)
         ).lastrowid  # type: ignore[assignment]  # an INSERT always sets it
         if session > MAX_SESSIONS:
             raise StoreFull(f"the SQLite store holds its maximum of {MAX_SESSIONS:,} sessions")
@@ -822,7 +887,8 @@ def _append(
         inserted = _insert_skipping_stored(connection, session, length, records)
     elif row is None:
         return  # the new session row was inserted with its final length
-    connection.execute(_UPDATE_SESSION, (length + inserted, expires_at, session))
+    updated_at = now if inserted else None  # a retry that stored nothing keeps its time
+    connection.execute(_UPDATE_SESSION, (length + inserted, expires_at, updated_at, session))
 
 
 def _append_if(

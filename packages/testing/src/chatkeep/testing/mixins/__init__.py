@@ -23,6 +23,7 @@ from .namespaces import NamespaceTests
 from .order import OrderTests, SliceTests
 from .paging import ListingPagesTests, LongPrefixTests
 from .payload import PayloadTests
+from .recent import RecentDeleteTests, RecentSessionsTests, RecentSharedTests, RecentTtlTests
 from .shared import (
     CrashDurabilityTests,
     CrossHandleDeleteTests,
@@ -81,6 +82,10 @@ __all__ = [
     "OrderTests",
     "PayloadTests",
     "ProcessOrderTests",
+    "RecentDeleteTests",
+    "RecentSessionsTests",
+    "RecentSharedTests",
+    "RecentTtlTests",
     "RecordIdempotencyTests",
     "RetryTests",
     "SessionListingTests",
