@@ -82,9 +82,9 @@ from .views._control import (
     FORK,
     STORED_AT_KEY,
     Control,
-    count_mark,
     parse_stamped,
 )
+from .views._count import marked_count_program
 from .views._log import parse_time
 from .views._program import Program, Read, arun, run
 from .views._walk import walk_chain
@@ -239,30 +239,6 @@ def _count_program(session_id: str, exact: bool) -> Program[tuple[int, bool]]:
     return len(counter.finish()), True
 
 
-def _marked_count(session_id: str, last: Record, log: list[Record] | None) -> Program[int | None]:
-    """The view's message count from the running count ``last`` (the log's last record)
-    carries, if the log proves it: the record ``k + 1`` back is the mark's ``after`` (for
-    ``after=None``: the log has exactly ``k`` records). ``log`` is the whole log when it is
-    already read (then nothing more is), else one read of at most two records."""
-    mark = count_mark(last.data)
-    if mark is None:
-        return None
-    k = mark.k
-    if log is not None:
-        if mark.after is None:
-            return mark.n if len(log) == k else None
-        index = len(log) - 1 - k
-        return mark.n if index >= 0 and log[index].id == mark.after else None
-    # The record before the batch and the batch's first: [before, first] when the log is
-    # longer than k, [first] when it is exactly k, [] when it is shorter.
-    got: list[Record] = yield Read(session_id, -(k + 1), -(k - 1) or None)
-    if k == 1 and got and got[-1].id != last.id:
-        return None  # appended to since the last record was read
-    if mark.after is None:
-        return mark.n if len(got) == 1 else None
-    return mark.n if len(got) == 2 and got[0].id == mark.after else None
-
-
 def _describe_program(
     session_id: str, exact: bool = False, listing: bool = False
 ) -> Program[SessionInfo]:
@@ -281,7 +257,7 @@ def _describe_program(
         last = tail[-1] if tail else head[-1]
     _, updated_at = _parse(last)
     if not exact:
-        marked = yield from _marked_count(session_id, last, whole)
+        marked = yield from marked_count_program(session_id, last, whole)
         if marked is not None:
             return SessionInfo(session_id, created_at, updated_at, marked, title)
     try:
