@@ -66,8 +66,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from .errors import CorruptRecord, InvalidOption, SessionNotFound
@@ -82,10 +82,14 @@ from .views._control import (
     FORK,
     STORED_AT_KEY,
     Control,
+    CountMark,
+    count_mark,
     parse_stamped,
+    utc_stamp,
 )
-from .views._count import marked_count_program
+from .views._count import marked_count_program, tail_count_program
 from .views._log import parse_time
+from .views._ops import view_program
 from .views._program import Program, Read, arun, run
 from .views._walk import walk_chain
 
@@ -95,11 +99,19 @@ __all__ = [
     "HEAD",
     "STORED_AT_KEY",
     "TITLE_LENGTH",
+    "CountMark",
+    "RunningCount",
     "SessionInfo",
     "adescribe_session",
     "alist_session_infos",
+    "aread_view_counted",
+    "arunning_count",
     "describe_session",
     "list_session_infos",
+    "read_view_counted",
+    "running_count",
+    "tail_running_count",
+    "utc_stamp",
 ]
 
 #: How many records are read from the start of a log for ``created_at`` and ``title``.
@@ -292,6 +304,101 @@ async def adescribe_session(store: Store, session_id: str, exact: bool = False) 
     if type(exact) is not bool:
         raise InvalidOption(f"exact must be a bool, not {exact!r}")
     return await arun(store, _describe_program(session_id, exact))
+
+
+# -- the running count, for writers that encode their own records -------------------------
+
+
+@dataclass(frozen=True)
+class RunningCount:
+    """What a writer knows of a session's end: its view has ``n`` messages and its log's
+    last record is ``last`` (``None``: the log is empty). Hand it to :meth:`mark` for the
+    batch appended right after that record, then keep :meth:`extended` for the next one.
+
+    A stale one (another writer appended since it was read) is harmless: the mark it
+    writes names ``last`` as the record before its batch, the log then says otherwise,
+    and :func:`describe_session` falls back to its walk."""
+
+    n: int
+    last: str | None
+
+    def mark(self, messages: Sequence[Message], records: int | None = None) -> list[Message]:
+        """``messages`` (a batch about to be appended, every one a message record) with the
+        last one carrying the running count under :data:`COUNT_KEY` (a copy; the others
+        unchanged). ``records``: the batch's record count when it also holds records of
+        its own after the messages' (default: one per message). ``[]`` stays ``[]``."""
+        if not messages:
+            return []
+        count = CountMark(self.n + len(messages), self.last, records or len(messages))
+        last = messages[-1]
+        properties = {**last.additional_properties, COUNT_KEY: count.to_json()}
+        return [*messages[:-1], replace(last, additional_properties=properties)]
+
+    def extended(self, records: Sequence[Record], messages: int | None = None) -> RunningCount:
+        """The count once ``records`` (``messages`` of them messages; default: all) were
+        appended after :attr:`last`."""
+        if not records:
+            return self
+        added = len(records) if messages is None else messages
+        return RunningCount(self.n + added, records[-1].id)
+
+
+def _running(found: tuple[int, str | None] | None) -> RunningCount | None:
+    return None if found is None else RunningCount(*found)
+
+
+def running_count(store: Store, session_id: str) -> RunningCount | None:
+    """The session's :class:`RunningCount` when the end of its log proves it (an empty log;
+    a last record with a verified running count), else ``None``: at most two reads, of one
+    record then two, whatever the session's length."""
+    return _running(run(store, tail_count_program(check_session_id(session_id))))
+
+
+async def arunning_count(store: Store, session_id: str) -> RunningCount | None:
+    """Async :func:`running_count`."""
+    return _running(await arun(store, tail_count_program(check_session_id(session_id))))
+
+
+def tail_running_count(records: Sequence[Record], *, whole: bool) -> RunningCount | None:
+    """The :class:`RunningCount` the last records of a log prove, with no read: ``records``
+    are the log's last records, oldest first (``whole``: all of it), every one a message
+    record (a plain tail, as a fast reader that found no control record has). ``None``
+    when they prove nothing (a partial tail whose last record has no verified count)."""
+    if whole:
+        return RunningCount(len(records), records[-1].id if records else None)
+    if not records:
+        return None
+    mark = count_mark(records[-1].data)
+    if mark is None or mark.after is None:
+        return None  # after=None needs the start of the log, which a partial tail lacks
+    index = len(records) - 1 - mark.k
+    if index < 0 or records[index].id != mark.after:
+        return None
+    return RunningCount(mark.n, records[-1].id)
+
+
+def _counted(
+    session_id: str, limit: int | None
+) -> Program[tuple[list[Message], RunningCount | None]]:
+    read = yield from view_program(session_id, limit)
+    counted = None if read.count is None else RunningCount(read.count, read.newest_record_id)
+    return read.messages, counted
+
+
+def read_view_counted(
+    store: Store, session_id: str, *, limit: int | None = None
+) -> tuple[list[Message], RunningCount | None]:
+    """:func:`~chatkeep.core.views.read_view` and, when the read proves it (it read the
+    whole view, or the log ends with a verified running count), the session's
+    :class:`RunningCount`; else ``None``. The same reads as ``read_view``."""
+    return run(store, _counted(session_id, limit))
+
+
+async def aread_view_counted(
+    store: Store, session_id: str, *, limit: int | None = None
+) -> tuple[list[Message], RunningCount | None]:
+    """Async :func:`read_view_counted`."""
+    return await arun(store, _counted(session_id, limit))
 
 
 def _check_listing(prefix: object, limit: object, newest_first: object) -> None:
