@@ -136,14 +136,28 @@ def _undo_once(session_id: str, turns: int, conditional: bool | None) -> Program
     # lies between the target and the end (a retract over one also undoes the compaction).
     fields: dict[str, Any] = {"target": target}
     after = read.newest_record_id
-    if read.count is not None and after is not None and target in read.uncompacted_ids:
-        fields["count"] = CountMark(read.count - (len(view) - index), after, 1).to_json()
+    if after is not None and target in read.uncompacted_ids:
+        count = yield from _proven(session_id, read)
+        if count is not None:
+            fields["count"] = CountMark(count - (len(view) - index), after, 1).to_json()
     retract = [control_record(RETRACT, **fields)]
     if conditional:
         yield AppendIf(session_id, retract, read.newest_record_id)
     else:
         yield Append(session_id, retract)
     return view[index:]
+
+
+def _proven(session_id: str, read: ViewRead) -> Program[int | None]:
+    """The view's message count as ``read`` proved it, else as the mark at the end of the
+    log proves it when the window stopped short of the mark's check (one read of one
+    record, then of two); ``None`` when neither does."""
+    if read.count is not None or not read.truncated:
+        return read.count
+    proven = yield from tail_count_program(session_id)
+    if proven is None or proven[1] != read.newest_record_id:
+        return None
+    return proven[0]
 
 
 def fork_program(

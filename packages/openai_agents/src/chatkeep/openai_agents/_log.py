@@ -15,6 +15,7 @@ from chatkeep.core import AppendConflict, Message, Record, Store, ViewError
 from chatkeep.core.metadata import CountMark
 from chatkeep.core.views import Checkpoint, Control, ViewBuilder, parse_entry
 from chatkeep.core.views._control import CHECKPOINT, RETRACT, control_record
+from chatkeep.core.views._count import tail_count_program
 from chatkeep.core.views._ops import view_program
 from chatkeep.core.views._program import Append, AppendIf, Program, Read
 from chatkeep.core.views._walk import walk_chain
@@ -97,6 +98,11 @@ def _pop_once(session_id: str, conditional: bool) -> Program[Message | None]:
     # The running count of the view after the record (chatkeep.core.metadata), when the
     # read proved the count before it.
     before = newest.verified_count() if newest.truncated else len(messages)
+    if before is None and newest.newest_mark is not None:
+        # The one-message walk stopped short of the mark's check: check it with a read.
+        proven = yield from tail_count_program(session_id)
+        if proven is not None and proven[1] == after:
+            before = proven[0]
     if last.message_id in stored and not newest.passed_checkpoint:
         # The usual case: one retract record; the view skips from it back to the message.
         if before is None or after is None:
