@@ -45,15 +45,42 @@ view's message count (it read the whole view, or the log ended with a verified r
 count), :meth:`~chatkeep.core.HistoryProvider.save` writes into the batch's last message,
 under the reserved key ``"chatkeep.count"`` (:data:`COUNT_KEY`), ``{"n": <the view's
 message count after the batch>, "after": <the id of the log's last record before it>, "k":
-<the batch's record count>}``. It is trusted only when the record ``k + 1`` back from it is
-``after``: a write by anyone else between that load and the save, an undo, fork or
-checkpoint record after it (the log then does not end with that message) or a forged mark
-makes :func:`describe_session` fall back to the walk, never report a wrong count. Reading
-takes the key out like the storage time. A session whose provider only ever loads a window
-(``max_messages``) keeps an exact count as long as each load sees a verified count at the
-end of the log; an undo, or a write through anything else, breaks the chain until a load
-reads the whole view again. A verified count walks nothing, so it does not check the view
-for damage.
+<the batch's record count>}`` (a :class:`CountMark`). The core's control records carry the
+same object in their own ``count`` field when their writer knows the view's count after
+them:
+
+- an undo's retract (:func:`~chatkeep.core.views.undo`): the count its read proved minus
+  the messages it retracts, unless a checkpoint lies between its target and the end (the
+  retract then undoes the compaction too); ``k`` is 1, ``after`` the record it read last;
+- a fork's first record (:func:`~chatkeep.core.views.fork`): the parent's count at the fork
+  point, when a verified mark on the parent's record there proves it (``after=None``: it
+  starts the child's log), so the child's count is the parent's at the fork plus its own;
+- the ``forked`` registration the fork appends to its parent: the parent's count at its
+  end, unchanged (when its last record proved it);
+- a checkpoint: its messages plus its ``keep`` (:func:`~chatkeep.core.views.compact`,
+  which read the whole view; a provider's ``AFTER_MESSAGE_ADDED`` batch, whose ``k``
+  counts the messages and the checkpoint, when its load proved the count). A "clear"
+  without delete (an empty checkpoint) counts 0.
+
+Every mark, wherever it is, is trusted only when the log holds it in place: the record
+``k + 1`` back from the one carrying it is ``after`` (for ``after=None``: its batch starts
+the log). A write by anyone else between the read and the write, a record appended after
+it (the log then does not end with it), a mark with a field of the wrong type or range, a
+record of an unknown kind or a forged mark all make :func:`describe_session` fall back to
+the walk, never report a wrong count. Reading takes the key out like the storage time. A
+writer that only ever loads a window (``max_messages``) keeps an exact count as long as
+each load sees a verified count at the end of the log (the window must hold the batch and
+the record before it); a write through anything that writes no mark breaks the chain
+until a load reads the whole view again. A verified count walks nothing, so it does not
+check the view for damage.
+
+Writers that encode their own records (the framework adapters) write the same mark:
+:func:`read_view_counted` (or :func:`tail_running_count` for a plain tail already read)
+gives the :class:`RunningCount` a read proved, :meth:`RunningCount.mark` puts it on the
+batch's last message, and :meth:`RunningCount.extended` is the count after the batch, for
+the next one; :func:`running_count` reads it from the end of the log instead (at most two
+small reads). :func:`utc_stamp` is the time as the core stores it under
+:data:`STORED_AT_KEY`.
 
 A damaged session (a record that is not a chatkeep record, a retract of a message not in
 the log, a fork whose parent lost its records) makes :func:`describe_session` raise
