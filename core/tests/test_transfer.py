@@ -494,7 +494,7 @@ def test_verification_fails_on_a_destination_that_holds_more_or_other_records() 
     with pytest.raises(VerificationFailed) as caught:
         migrate(source, target)
     assert caught.value.mismatches == found
-    assert "'longer' (1 records in the source, 2 in the destination)" in str(caught.value)
+    assert "'longer' (1 record in the source, 2 in the destination)" in str(caught.value)
     assert target.read("other") == [Record("a", b"1")]  # every session was still copied
 
 
@@ -730,3 +730,16 @@ def test_a_failure_part_way_leaves_prefixes_and_running_again_completes(
     stats = run_once()
     assert everything(target) == everything(source)
     assert (stats.records_copied, stats.records_skipped) == (7, 7)
+
+
+def test_a_mismatch_message_pluralises_its_counts() -> None:
+    from chatkeep.core.errors import SessionMismatch
+
+    def text(source: int, destination: int) -> str:
+        mismatch = SessionMismatch("s", source, destination, "a", "b")
+        return str(VerificationFailed([mismatch]))
+
+    assert "'s' (1 record in the source, 0 in the destination)" in text(1, 0)
+    assert "'s' (2 records in the source, 1 in the destination)" in text(2, 1)
+    assert "'s' (0 records in the source, 1 in the destination)" in text(0, 1)
+    assert "(3 records in the source, 3 in the destination, other content)" in text(3, 3)
