@@ -267,3 +267,27 @@ def test_a_backends_store_not_found_is_the_clis_one_line_store_missing(
     assert err.startswith("chatkeep: error: no store at sqlite:///") and "does not exist" in err
     assert len(err.strip().splitlines()) == 1
     assert not missing.exists()
+
+
+def test_an_id_that_starts_with_a_dash_goes_after_double_dash(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    converse(url, "-draft", turns=2)
+    code, _out, err = run(capsys, "sessions", "show", "-draft", "--url", url)
+    assert code == 2 and "-d" in err  # read as an option without `--`
+    code, out, _ = run(capsys, "sessions", "show", "--url", url, "--", "-draft")
+    assert code == 0 and "question 1" in out
+    code, out, _ = run(capsys, "sessions", "list", "--url", url)
+    assert "-draft" in listed(out)
+    code, out, _ = run(capsys, "sessions", "undo", "--url", url, "--turns", "1", "--", "-draft")
+    assert code == 0 and "question 1" in out
+    assert [m.text for m in read_view(open_store(url), "-draft") if m.role == "user"] == [
+        "question 0"
+    ]
+    code, out, _ = run(capsys, "sessions", "fork", "--url", url, "--", "-draft")
+    assert code == 0
+    code, _, _ = run(capsys, "sessions", "delete", "--url", url, "--cascade", "--", "-draft")
+    assert code == 0 and read_view(open_store(url), "-draft") == []
+    converse(url, "-opt", turns=1)
+    code, out, _ = run(capsys, "export", "--url", url, "--session", "-opt")
+    assert code == 0 and '"session":"-opt"' in out.replace(" ", "")
