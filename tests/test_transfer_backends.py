@@ -25,25 +25,24 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import pytest
 
 from chatkeep.core import (
-    Message,
     Record,
     Store,
     TransferStats,
-    compact,
-    encode_records,
     export_jsonl,
-    fork,
     import_jsonl,
     migrate,
-    new_id,
     open_store,
     read_view,
-    undo,
     verify,
 )
 from chatkeep.core import transfer as transfer_module
 from chatkeep.core.metadata import list_session_infos
-from chatkeep.testing.samples import BINARY_PAYLOADS, HOSTILE_ID_FRAGMENTS, HOSTILE_RECORD_IDS
+from chatkeep.testing.samples import (
+    BINARY_PAYLOADS,
+    HOSTILE_ID_FRAGMENTS,
+    HOSTILE_RECORD_IDS,
+    fill_controlled_conversation,
+)
 from chatkeep.testing.servers import (  # noqa: F401  (fixtures)
     azure_url,
     postgres_url,
@@ -117,20 +116,7 @@ def fill(store: Store) -> None:
     and a checkpoint (so every kind of control record is in the logs)."""
     store.append("binary", [Record(f"b{i}", data) for i, data in enumerate(BINARY_PAYLOADS)])
     store.append("long", [Record(f"r{i:02}", b"%d" % i) for i in range(11)])
-    for text in ["Hi, I'm Ada.", "Plan a trip to Oslo."]:
-        store.append(
-            "chat",
-            encode_records(
-                [
-                    Message.user(text, message_id=new_id()),
-                    Message.assistant("ok: " + text, message_id=new_id()),
-                ]
-            ),
-        )
-    fork(store, "chat", new_session_id="branch")
-    store.append("branch", encode_records([Message.user("Bergen?", message_id=new_id())]))
-    undo(store, "chat")
-    compact(store, "chat", lambda messages: messages[-1:])
+    fill_controlled_conversation(store, ["Hi, I'm Ada.", "Plan a trip to Oslo."])
 
 
 @pytest.fixture(scope="module")

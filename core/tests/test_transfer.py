@@ -28,7 +28,6 @@ from chatkeep.core import (
     TransferProgress,
     TransferStats,
     VerificationFailed,
-    compact,
     encode_records,
     export_jsonl,
     fork,
@@ -37,7 +36,6 @@ from chatkeep.core import (
     new_id,
     open_store,
     read_view,
-    undo,
     verify,
 )
 from chatkeep.core import transfer as transfer_module
@@ -45,6 +43,7 @@ from chatkeep.core.errors import CapabilityMissing
 from chatkeep.core.memory import MemoryStore
 from chatkeep.core.metadata import list_session_infos
 from chatkeep.core.views import TEMP_PREFIX
+from chatkeep.testing.samples import fill_controlled_conversation
 
 #: The ``counting_store`` fixture of conftest.py: ``store, backend = counting_store()``.
 StoreFactory = Callable[..., tuple[Store, Any]]
@@ -74,20 +73,12 @@ def filled() -> Store:
     store.append("binary", [Record(f"b{i}", data) for i, data in enumerate(BINARY)])
     for session_id in ODD_IDS:
         store.append(session_id, [Record(session_id, session_id.encode()), Record("2", b"\x00")])
-    for text in ["Hi, I'm Ada.", "Plan a trip to Oslo.", "And Bergen?"]:
-        store.append(
-            "chat",
-            encode_records(
-                [
-                    Message.user(text, message_id=new_id()),
-                    Message.assistant("ok: " + text, message_id=new_id()),
-                ]
-            ),
-        )
-    fork(store, "chat", new_session_id="branch")
-    store.append("branch", encode_records([Message.user("Tromso?", message_id=new_id())]))
-    undo(store, "chat")
-    compact(store, "chat", lambda messages: messages[-2:])
+    fill_controlled_conversation(
+        store,
+        ["Hi, I'm Ada.", "Plan a trip to Oslo.", "And Bergen?"],
+        fork_question="Tromso?",
+        keep=2,
+    )
     return store
 
 
