@@ -343,3 +343,50 @@ def test_the_readme_examples_run_as_written(index: int, tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_the_async_twins_stream_like_the_sync_calls(backend: str, opener: Opener) -> None:
+    import asyncio
+    import json
+
+    from chatkeep.core.transfer import (
+        TransferProgress,
+        VerificationFailed,
+        aexport_jsonl,
+        aimport_jsonl,
+        amigrate,
+        averify,
+        export_jsonl,
+    )
+
+    source = opener(backend)
+    fill(source)
+    total = sum(len(records) for records in everything(source).values())
+    seen: list[TransferProgress] = []
+
+    def body(text: str) -> list[str]:
+        return text.splitlines()[1:]  # after the header (its creation time differs)
+
+    async def go() -> None:
+        out = io.StringIO()
+        stats = await aexport_jsonl(source, out, progress=seen.append)
+        sync = io.StringIO()
+        export_jsonl(source, sync)
+        assert body(out.getvalue()) == body(sync.getvalue())
+        assert json.loads(out.getvalue().splitlines()[0])["chatkeep"] == "export"
+        assert stats.records_copied == total
+        imported = opener(backend)
+        again = await aimport_jsonl(imported, io.StringIO(out.getvalue()))
+        assert again.records_copied == total and everything(imported) == everything(source)
+        migrated = opener(backend)
+        moved = await amigrate(source, migrated)
+        assert moved.records_copied == total and everything(migrated) == everything(source)
+        assert await averify(source, migrated) == []
+        migrated.append("long", [Record("extra", b"!")])
+        assert [m.session_id for m in await averify(source, migrated)] == ["long"]
+        with pytest.raises(VerificationFailed):
+            await amigrate(source, migrated)
+
+    asyncio.run(go())
+    assert seen and seen[-1].records_done == total
