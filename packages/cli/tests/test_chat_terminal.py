@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from chatkeep.core import Message, encode_records, open_store, read_view
 
 CHATKEEP = Path(sys.executable).with_name("chatkeep")
@@ -176,3 +178,20 @@ def test_the_history_file_is_chosen_by_the_environment_and_never_fails(tmp_path:
         code = term.exit_code()
         screen = term.screen.decode(errors="replace")
         assert code == 0 and "Traceback" not in screen, screen
+
+
+def test_where_the_history_file_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from chatkeep.cli.chat import history_file
+
+    monkeypatch.delenv("CHATKEEP_HISTORY_FILE", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert history_file() == tmp_path / "chatkeep" / "history"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/ignored")  # the spec: absolute only
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert history_file() == tmp_path / "home" / ".local" / "state" / "chatkeep" / "history"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    assert history_file() == tmp_path / "home" / ".local" / "state" / "chatkeep" / "history"
+    monkeypatch.setenv("CHATKEEP_HISTORY_FILE", str(tmp_path / "mine"))
+    assert history_file() == tmp_path / "mine"
+    monkeypatch.setenv("CHATKEEP_HISTORY_FILE", "")  # empty: no history file
+    assert history_file() is None
