@@ -114,8 +114,9 @@ def test_pip_install_chatkeep_is_light_and_the_cli_works(tmp_path: Path) -> None
     missing = chatkeep("sessions", "list", "--url", "sqlite:///missing.db")
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr.strip().splitlines() == [
-        f"chatkeep: error: no store at sqlite:///missing.db (from --url): {work / 'missing.db'} "
-        "does not exist (nothing was created)"
+        "chatkeep: error: no store at sqlite:///missing.db (from --url): SQLite database "
+        f"'{work / 'missing.db'}' does not exist (mode=ro never creates it); check the "
+        "path, or open it without mode= to create it"
     ]
     suite = chatkeep("conformance", "memory://")
     assert suite.returncode == 2 and suite.stderr.strip().splitlines() == [

@@ -25,25 +25,24 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import pytest
 
 from chatkeep.core import (
-    Message,
     Record,
     Store,
     TransferStats,
-    compact,
-    encode_records,
     export_jsonl,
-    fork,
     import_jsonl,
     migrate,
-    new_id,
     open_store,
     read_view,
-    undo,
     verify,
 )
 from chatkeep.core import transfer as transfer_module
 from chatkeep.core.metadata import list_session_infos
-from chatkeep.testing.samples import BINARY_PAYLOADS, HOSTILE_ID_FRAGMENTS, HOSTILE_RECORD_IDS
+from chatkeep.testing.samples import (
+    BINARY_PAYLOADS,
+    HOSTILE_ID_FRAGMENTS,
+    HOSTILE_RECORD_IDS,
+    fill_controlled_conversation,
+)
 from chatkeep.testing.servers import (  # noqa: F401  (fixtures)
     azure_url,
     postgres_url,
@@ -117,20 +116,7 @@ def fill(store: Store) -> None:
     and a checkpoint (so every kind of control record is in the logs)."""
     store.append("binary", [Record(f"b{i}", data) for i, data in enumerate(BINARY_PAYLOADS)])
     store.append("long", [Record(f"r{i:02}", b"%d" % i) for i in range(11)])
-    for text in ["Hi, I'm Ada.", "Plan a trip to Oslo."]:
-        store.append(
-            "chat",
-            encode_records(
-                [
-                    Message.user(text, message_id=new_id()),
-                    Message.assistant("ok: " + text, message_id=new_id()),
-                ]
-            ),
-        )
-    fork(store, "chat", new_session_id="branch")
-    store.append("branch", encode_records([Message.user("Bergen?", message_id=new_id())]))
-    undo(store, "chat")
-    compact(store, "chat", lambda messages: messages[-1:])
+    fill_controlled_conversation(store, ["Hi, I'm Ada.", "Plan a trip to Oslo."])
 
 
 @pytest.fixture(scope="module")
@@ -357,3 +343,50 @@ def test_the_readme_examples_run_as_written(index: int, tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_the_async_twins_stream_like_the_sync_calls(backend: str, opener: Opener) -> None:
+    import asyncio
+    import json
+
+    from chatkeep.core.transfer import (
+        TransferProgress,
+        VerificationFailed,
+        aexport_jsonl,
+        aimport_jsonl,
+        amigrate,
+        averify,
+        export_jsonl,
+    )
+
+    source = opener(backend)
+    fill(source)
+    total = sum(len(records) for records in everything(source).values())
+    seen: list[TransferProgress] = []
+
+    def body(text: str) -> list[str]:
+        return text.splitlines()[1:]  # after the header (its creation time differs)
+
+    async def go() -> None:
+        out = io.StringIO()
+        stats = await aexport_jsonl(source, out, progress=seen.append)
+        sync = io.StringIO()
+        export_jsonl(source, sync)
+        assert body(out.getvalue()) == body(sync.getvalue())
+        assert json.loads(out.getvalue().splitlines()[0])["chatkeep"] == "export"
+        assert stats.records_copied == total
+        imported = opener(backend)
+        again = await aimport_jsonl(imported, io.StringIO(out.getvalue()))
+        assert again.records_copied == total and everything(imported) == everything(source)
+        migrated = opener(backend)
+        moved = await amigrate(source, migrated)
+        assert moved.records_copied == total and everything(migrated) == everything(source)
+        assert await averify(source, migrated) == []
+        migrated.append("long", [Record("extra", b"!")])
+        assert [m.session_id for m in await averify(source, migrated)] == ["long"]
+        with pytest.raises(VerificationFailed):
+            await amigrate(source, migrated)
+
+    asyncio.run(go())
+    assert seen and seen[-1].records_done == total

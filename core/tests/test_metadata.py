@@ -8,6 +8,7 @@ import json
 import random
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from typing import ClassVar
 
 import pytest
 
@@ -503,11 +504,13 @@ def _describe_reads(
 
 
 def _marked(store: Store, session_id: str) -> dict[str, object] | None:
-    """The running count the session's last record carries, as stored."""
-    last = store.read(session_id, -1)[-1]
-    value: dict[str, object] | None = (
-        json.loads(last.data).get("additional_properties", {}).get(COUNT_KEY)
-    )
+    """The running count the session's last record carries, as stored (a message's under
+    COUNT_KEY, a control record's in its ``count`` field)."""
+    body = json.loads(store.read(session_id, -1)[-1].data)
+    if body["type"] != "message":
+        control: dict[str, object] | None = body.get("count")
+        return control
+    value: dict[str, object] | None = body.get("additional_properties", {}).get(COUNT_KEY)
     return value
 
 
@@ -534,20 +537,30 @@ def test_a_new_session_starts_its_count_with_the_first_turn(counting_store: Make
     assert (info.messages, info.messages_exact) == (22, True)
 
 
-def test_undo_falls_back_and_a_whole_load_restores_the_count() -> None:
-    store = Store(MemoryStore())
+def test_undo_keeps_the_count_and_a_broken_chain_is_restored_by_a_whole_load(
+    counting_store: MakeStore,
+) -> None:
+    store, backend = counting_store()
     _long(store, "s", COUNT_WALK + 100)
-    chat(HistoryProvider(store), "s", ("one", "two"))
-    undo(store, "s")  # the log now ends with a retract: the count is not trusted
-    info = describe_session(store, "s")
-    assert not info.messages_exact and info.messages <= COUNT_WALK + 100
-    chat(_windowed(store), "s", ("windowed", "load"))  # its load proves nothing
+    chat(HistoryProvider(store), "s", ("one", "two"), ("three", "four"))
+    assert undo(store, "s") != []  # the retract carries the count of the view after it
+    assert _marked(store, "s") == {"n": COUNT_WALK + 102, "after": _last_id(store, "s", 2), "k": 1}
+    info = _describe_reads(store, backend, "s")
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 102, True)
+    chat(_windowed(store), "s", ("windowed", "load"))  # its load proves the count again
+    info = _describe_reads(store, backend, "s")
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 104, True)
+    assert info.messages == len(read_view(store, "s"))
+    # A raw append (no count) breaks the chain; a whole load restores it.
+    store.append("s", encode_records([user("raw")]))
+    assert not describe_session(store, "s").messages_exact
+    chat(_windowed(store), "s", ("windowed", "again"))
     assert _marked(store, "s") is None
     assert not describe_session(store, "s").messages_exact
     chat(HistoryProvider(store), "s", ("whole", "view"))
     chat(_windowed(store), "s", ("and", "on"))
     info = describe_session(store, "s")
-    assert (info.messages, info.messages_exact) == (COUNT_WALK + 100 + 6, True)
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 104 + 7, True)
     assert info.messages == len(read_view(store, "s"))
 
 
@@ -561,10 +574,14 @@ def test_a_fork_counts_its_view_including_the_parent(counting_store: MakeStore) 
     info = _describe_reads(store, backend, child, forks=1)
     assert (info.messages, info.messages_exact) == (COUNT_WALK + 100 + 6, True)
     assert info.messages == len(read_view(store, child))
-    # The parent's log now ends with the fork's registration: its count is not trusted,
-    # and a windowed load there cannot prove one.
+    # The parent's log now ends with the fork's registration, which carries the parent's
+    # count: a windowed load there goes on counting.
+    info = _describe_reads(store, backend, "root")
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 102, True)
     chat(_windowed(store), "root", ("parent", "goes on"))
-    assert not describe_session(store, "root").messages_exact
+    info = _describe_reads(store, backend, "root")
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 104, True)
+    assert info.messages == len(read_view(store, "root"))
 
 
 def test_compaction_and_a_checkpoint_batch_keep_the_count_true(counting_store: MakeStore) -> None:
@@ -580,7 +597,8 @@ def test_compaction_and_a_checkpoint_batch_keep_the_count_true(counting_store: M
     reducing = HistoryProvider(
         store, reducer=SlidingWindowReducer(5), reducer_trigger="after_message_added"
     )
-    chat(reducing, "s", ("reduced", "turn"))  # the batch ends with a checkpoint, no count
+    chat(reducing, "s", ("reduced", "turn"))  # the batch ends with a counted checkpoint
+    assert _marked(store, "s") == {"n": 5, "after": _last_id(store, "s", 4), "k": 3}
     assert describe_session(store, "s").messages == len(read_view(store, "s")) == 5
 
 
@@ -697,3 +715,189 @@ def test_the_count_matches_the_view_whatever_happens() -> None:
             info = describe_session(store, name)
             if info.messages_exact:
                 assert info.messages == len(read_view(store, name)), (step, name)
+
+
+# -- the count carried by control records (undo, fork, checkpoint) ----------------------------
+
+
+class _Intruder(CountingBackend):
+    """A backend without ``conditional`` on which another writer appends a raw message
+    right before the next append of ``session_id`` (a writer racing a view operation)."""
+
+    capabilities: ClassVar[frozenset[str]] = MemoryStore.capabilities - {"conditional"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed: str | None = None
+
+    def append(self, session_id: str, records: list[Record]) -> None:
+        if session_id == self.armed:
+            self.armed = None
+            self.inner.append(session_id, encode_records([user("intruder")]))
+        super().append(session_id, records)
+
+
+def test_undo_raced_by_another_writer_falls_back_never_wrong() -> None:
+    backend = _Intruder()
+    store = Store(backend)
+    _long(store, "s", COUNT_WALK + 100)
+    chat(HistoryProvider(store), "s", ("one", "two"))
+    backend.armed = "s"
+    undo(store, "s")  # the intruder lands between undo's read and its retract
+    mark = _marked(store, "s")
+    assert mark is not None and mark["after"] != _last_id(store, "s", 2)
+    info = describe_session(store, "s")
+    assert not info.messages_exact and info.messages <= len(read_view(store, "s"))
+    chat(HistoryProvider(store), "s", ("whole", "view"))
+    info = describe_session(store, "s")
+    assert (info.messages, info.messages_exact) == (len(read_view(store, "s")), True)
+
+
+class _ConditionalIntruder(_Intruder):
+    """The same race on a store with ``conditional``: the retract loses and is retried."""
+
+    capabilities: ClassVar[frozenset[str]] = MemoryStore.capabilities
+
+    def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
+        if session_id == self.armed:
+            self.armed = None
+            self.inner.append(session_id, encode_records([user("intruder")]))
+        super().append_if(session_id, records, after)
+
+
+def test_a_conditional_undo_that_lost_a_race_counts_the_view_it_retried_on() -> None:
+    backend = _ConditionalIntruder()
+    store = Store(backend)
+    _long(store, "s", COUNT_WALK + 100)
+    chat(HistoryProvider(store), "s", ("one", "two"), ("three", "four"))
+    chat(_windowed(store), "s", ("five", "six"))
+    backend.armed = "s"
+    retracted = undo(store, "s")  # lost to the intruder, retried: retracts its turn
+    assert [m.text for m in retracted] == ["intruder"]
+    # The retried read ended with the intruder's uncounted record: nothing proved, no count.
+    assert _marked(store, "s") is None
+    info = describe_session(store, "s")
+    assert not info.messages_exact and info.messages <= len(read_view(store, "s"))
+    chat(HistoryProvider(store), "s", ("whole", "view"))  # proves the count again
+    undo(store, "s", turns=2)
+    info = describe_session(store, "s")
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 104, True)
+    assert info.messages == len(read_view(store, "s"))
+
+
+def test_an_undo_across_a_checkpoint_writes_no_count() -> None:
+    """Retracting back over a checkpoint undoes the compaction too (the view before it
+    comes back): undo does not guess that count."""
+    store = Store(MemoryStore())
+    chat(HistoryProvider(store), "s", *[(f"q{n}", f"a{n}") for n in range(5)])
+    compact(store, "s", lambda view: view[-3:])  # a1 in front: [a3, q4, a4]
+    chat(HistoryProvider(store), "s", ("q5", "a5"))
+    undo(store, "s", turns=2)  # back to q4, over the checkpoint
+    assert _marked(store, "s") is None
+    info = describe_session(store, "s")
+    assert (info.messages, info.messages_exact) == (len(read_view(store, "s")), True) == (8, True)
+
+
+def test_a_fork_at_a_message_takes_the_count_proved_there(counting_store: MakeStore) -> None:
+    store, backend = counting_store()
+    _long(store, "root", COUNT_WALK + 100)
+    chat(HistoryProvider(store), "root", ("one", "two"), ("three", "four"))
+    view = read_view(store, "root")
+    at = view[-3].message_id  # "two": the last message of a batch, with a count
+    assert at is not None
+    child = fork(store, "root", at, new_session_id="child")
+    assert _marked(store, child) == {"n": COUNT_WALK + 102, "after": None, "k": 1}
+    info = _describe_reads(store, backend, child, forks=1)
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 102, True)
+    assert info.messages == len(read_view(store, child))
+    # The parent's registration carries the parent's own count at its end.
+    info = _describe_reads(store, backend, "root")
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 104, True)
+    # At a message without a count (the first of a batch), the fork counts by walking.
+    plain = view[-4].message_id
+    assert plain is not None
+    other = fork(store, "root", plain, new_session_id="other")
+    assert _marked(store, other) is None
+    assert not describe_session(store, other).messages_exact
+
+
+def test_a_fork_of_a_fork_chains_the_count(counting_store: MakeStore) -> None:
+    store, backend = counting_store()
+    _long(store, "root", COUNT_WALK + 100)
+    chat(HistoryProvider(store), "root", ("one", "two"))
+    child = fork(store, "root", new_session_id="child")
+    grandchild = fork(store, child, new_session_id="grandchild")
+    chat(_windowed(store), grandchild, ("deep", "down"))
+    info = _describe_reads(store, backend, grandchild, forks=2)
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 104, True)
+    assert info.messages == len(read_view(store, grandchild))
+    assert describe_session(store, child).messages == COUNT_WALK + 102
+
+
+def test_compact_and_a_large_checkpoint_batch_are_counted(counting_store: MakeStore) -> None:
+    """A checkpoint keeping more than COUNT_WALK messages: the walk could not count it,
+    the checkpoint's own count does."""
+    store, backend = counting_store()
+    _long(store, "s", COUNT_WALK + 300)
+    assert compact(store, "s", lambda view: [assistant("summary"), *view[-(COUNT_WALK + 10) :]])
+    info = _describe_reads(store, backend, "s")
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 11, True)
+    reducing = HistoryProvider(
+        store,
+        reducer=SlidingWindowReducer(COUNT_WALK + 5),
+        reducer_trigger="after_message_added",
+    )
+    chat(reducing, "s", ("reduced", "turn"))
+    assert _marked(store, "s") == {"n": COUNT_WALK + 5, "after": _last_id(store, "s", 4), "k": 3}
+    info = _describe_reads(store, backend, "s")
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 5, True)
+    assert info.messages == len(read_view(store, "s"))
+    chat(_windowed(store), "s", ("after", "it"))  # the chain goes on past the checkpoint
+    info = _describe_reads(store, backend, "s")
+    assert (info.messages, info.messages_exact) == (COUNT_WALK + 7, True)
+
+
+def test_hostile_marks_on_control_records_fall_back() -> None:
+    store = Store(MemoryStore())
+    _long(store, "s", COUNT_WALK + 100)
+    chat(HistoryProvider(store), "s", ("one", "two"))
+    undo(store, "s")
+    records = store.read("s")
+    retract = json.loads(records[-1].data)
+    forgeries = {
+        "after": {**retract["count"], "after": "not-the-record"},
+        "k": {**retract["count"], "k": 2},
+        "n": {**retract["count"], "n": -1},
+        "bool": {**retract["count"], "n": True},
+        "shape": "many",
+    }
+    for name, count in forgeries.items():
+        body = {**retract, "count": count}
+        forged = Record(records[-1].id, json.dumps(body).encode())
+        store.append(f"forged-{name}", [*records[:-1], forged])
+        info = describe_session(store, f"forged-{name}")
+        assert not info.messages_exact, name
+        assert info.messages <= len(read_view(store, f"forged-{name}"))
+    # A fork record's count with after=None holds only at the start of a log.
+    late = Record(
+        new_id(),
+        b'{"type":"chatkeep.forked","child":"x","position":1,'
+        b'"count":{"n":99999,"after":null,"k":1}}',
+    )
+    store.append("late", [*encode_records([user("a")]), late])
+    assert describe_session(store, "late").messages == 1
+    # A record of an unknown kind is damage, whatever count it claims.
+    unknown = Record(new_id(), b'{"type":"chatkeep.future","count":{"n":1,"after":null,"k":1}}')
+    store.append("future", [unknown])
+    with pytest.raises(CorruptRecord):
+        describe_session(store, "future")
+
+
+def test_the_count_on_control_records_is_never_seen_by_reads() -> None:
+    store = Store(MemoryStore())
+    chat(HistoryProvider(store), "s", ("one", "two"), ("three", "four"))
+    undo(store, "s")
+    child = fork(store, "s")
+    assert read_view(store, child) == read_view(store, "s")
+    assert [m.text for m in read_view(store, "s")] == ["one", "two"]
+    assert describe_session(store, child).messages == 2

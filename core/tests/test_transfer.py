@@ -28,7 +28,6 @@ from chatkeep.core import (
     TransferProgress,
     TransferStats,
     VerificationFailed,
-    compact,
     encode_records,
     export_jsonl,
     fork,
@@ -37,7 +36,6 @@ from chatkeep.core import (
     new_id,
     open_store,
     read_view,
-    undo,
     verify,
 )
 from chatkeep.core import transfer as transfer_module
@@ -45,6 +43,7 @@ from chatkeep.core.errors import CapabilityMissing
 from chatkeep.core.memory import MemoryStore
 from chatkeep.core.metadata import list_session_infos
 from chatkeep.core.views import TEMP_PREFIX
+from chatkeep.testing.samples import fill_controlled_conversation
 
 #: The ``counting_store`` fixture of conftest.py: ``store, backend = counting_store()``.
 StoreFactory = Callable[..., tuple[Store, Any]]
@@ -74,20 +73,12 @@ def filled() -> Store:
     store.append("binary", [Record(f"b{i}", data) for i, data in enumerate(BINARY)])
     for session_id in ODD_IDS:
         store.append(session_id, [Record(session_id, session_id.encode()), Record("2", b"\x00")])
-    for text in ["Hi, I'm Ada.", "Plan a trip to Oslo.", "And Bergen?"]:
-        store.append(
-            "chat",
-            encode_records(
-                [
-                    Message.user(text, message_id=new_id()),
-                    Message.assistant("ok: " + text, message_id=new_id()),
-                ]
-            ),
-        )
-    fork(store, "chat", new_session_id="branch")
-    store.append("branch", encode_records([Message.user("Tromso?", message_id=new_id())]))
-    undo(store, "chat")
-    compact(store, "chat", lambda messages: messages[-2:])
+    fill_controlled_conversation(
+        store,
+        ["Hi, I'm Ada.", "Plan a trip to Oslo.", "And Bergen?"],
+        fork_question="Tromso?",
+        keep=2,
+    )
     return store
 
 
@@ -494,7 +485,7 @@ def test_verification_fails_on_a_destination_that_holds_more_or_other_records() 
     with pytest.raises(VerificationFailed) as caught:
         migrate(source, target)
     assert caught.value.mismatches == found
-    assert "'longer' (1 records in the source, 2 in the destination)" in str(caught.value)
+    assert "'longer' (1 record in the source, 2 in the destination)" in str(caught.value)
     assert target.read("other") == [Record("a", b"1")]  # every session was still copied
 
 
@@ -730,3 +721,16 @@ def test_a_failure_part_way_leaves_prefixes_and_running_again_completes(
     stats = run_once()
     assert everything(target) == everything(source)
     assert (stats.records_copied, stats.records_skipped) == (7, 7)
+
+
+def test_a_mismatch_message_pluralises_its_counts() -> None:
+    from chatkeep.core.errors import SessionMismatch
+
+    def text(source: int, destination: int) -> str:
+        mismatch = SessionMismatch("s", source, destination, "a", "b")
+        return str(VerificationFailed([mismatch]))
+
+    assert "'s' (1 record in the source, 0 in the destination)" in text(1, 0)
+    assert "'s' (2 records in the source, 1 in the destination)" in text(2, 1)
+    assert "'s' (0 records in the source, 1 in the destination)" in text(0, 1)
+    assert "(3 records in the source, 3 in the destination, other content)" in text(3, 3)

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from chatkeep.core import Message, encode_records, open_store, read_view
 
 CHATKEEP = Path(sys.executable).with_name("chatkeep")
@@ -21,8 +23,12 @@ LEFT, UP, CTRL_C, CTRL_D = b"\x1b[D", b"\x1b[A", b"\x03", b"\x04"
 class Terminal:
     """A process on a pseudo-terminal; :meth:`expect` waits for text on its screen."""
 
-    def __init__(self, *argv: str, cwd: Path, columns: int = 80) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CHATKEEP_")}
+    def __init__(
+        self, *argv: str, cwd: Path, columns: int = 80, env: dict[str, str] | None = None
+    ) -> None:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("CHATKEEP_")}
+        # The prompt's history file goes under the test's directory, never the user's.
+        env = {**base, "XDG_STATE_HOME": str(cwd / "state"), **(env or {})}
         env["TERM"] = "xterm"
         env["COLUMNS"] = str(columns)
         pid, fd = pty.fork()
@@ -121,3 +127,71 @@ def test_sessions_list_on_a_terminal_never_cuts_an_id(tmp_path: Path) -> None:
         screen = term.screen.decode()
         assert long_id in screen and title in screen
         assert ("─" in screen) is ruled  # rich's rule under the header
+
+
+def test_the_line_history_is_kept_across_runs(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'chat.db'}"
+    term = Terminal("chat", "--url", url, "--session", "s", cwd=tmp_path)
+    term.expect("you> ")
+    term.type(b"remember me\r")
+    term.expect("you> ")
+    term.type(CTRL_D)
+    assert term.exit_code() == 0
+    saved = tmp_path / "state" / "chatkeep" / "history"
+    assert "remember me" in saved.read_text(encoding="utf-8", errors="replace")
+    term = Terminal("chat", "--url", url, "--session", "s", cwd=tmp_path)  # a new run
+    term.expect("you> ")
+    term.type(UP + b"\r")  # the line typed in the previous run
+    term.expect("latest: 'remember me'")
+    term.expect("you> ")
+    term.type(CTRL_D)
+    assert term.exit_code() == 0
+    with open_store(url) as store:
+        texts = [m.text for m in read_view(store, "s") if m.role == "user"]
+    assert texts == ["remember me", "remember me"]
+
+
+def test_the_history_file_is_chosen_by_the_environment_and_never_fails(tmp_path: Path) -> None:
+    named = tmp_path / "elsewhere" / "lines"
+    term = Terminal(
+        "chat", "--url", "memory://", cwd=tmp_path, env={"CHATKEEP_HISTORY_FILE": str(named)}
+    )
+    term.expect("you> ")
+    term.type(b"kept here\r")
+    term.expect("you> ")
+    term.type(CTRL_D)
+    assert term.exit_code() == 0
+    assert "kept here" in named.read_text(encoding="utf-8", errors="replace")
+    assert not (tmp_path / "state").exists()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    for env in (
+        {"CHATKEEP_HISTORY_FILE": str(blocker / "history")},
+        {"XDG_STATE_HOME": str(blocker)},
+    ):
+        term = Terminal("chat", "--url", "memory://", cwd=tmp_path, env=env)
+        term.expect("you> ")
+        term.type(b"still chatting\r")
+        term.expect("[seen 1]")
+        term.expect("you> ")
+        term.type(CTRL_D)
+        code = term.exit_code()
+        screen = term.screen.decode(errors="replace")
+        assert code == 0 and "Traceback" not in screen, screen
+
+
+def test_where_the_history_file_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from chatkeep.cli.chat import history_file
+
+    monkeypatch.delenv("CHATKEEP_HISTORY_FILE", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert history_file() == tmp_path / "chatkeep" / "history"
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/ignored")  # the spec: absolute only
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert history_file() == tmp_path / "home" / ".local" / "state" / "chatkeep" / "history"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    assert history_file() == tmp_path / "home" / ".local" / "state" / "chatkeep" / "history"
+    monkeypatch.setenv("CHATKEEP_HISTORY_FILE", str(tmp_path / "mine"))
+    assert history_file() == tmp_path / "mine"
+    monkeypatch.setenv("CHATKEEP_HISTORY_FILE", "")  # empty: no history file
+    assert history_file() is None

@@ -13,7 +13,9 @@ from chatkeep.core import (
     Agent,
     FunctionCallContent,
     HistoryProvider,
+    Message,
     OfflineChatClient,
+    encode_records,
     open_store,
     read_view,
 )
@@ -229,7 +231,7 @@ def test_a_damaged_session_is_listed_marked_and_the_others_still_show(
 def test_a_long_session_shows_a_lower_bound_without_walking_it_all(
     url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from chatkeep.core import Message, encode_records, new_id
+    from chatkeep.core import new_id
     from chatkeep.core.metadata import COUNT_WALK
 
     store = open_store(url)
@@ -254,17 +256,74 @@ def test_a_long_session_shows_a_lower_bound_without_walking_it_all(
 def test_a_backends_store_not_found_is_the_clis_one_line_store_missing(
     tmp_path: object, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The CLI catches the core's StoreNotFound, not a plugin's class: with its own SQLite
-    pre-check out of the way, the real backend's DatabaseNotFound (a StoreNotFound) is
-    still one line, and no file is created."""
+    """The CLI catches the core's StoreNotFound, not a plugin's class (it has no SQLite
+    pre-check of its own): the real backend's DatabaseNotFound (a StoreNotFound) is one
+    line naming the URL as given, and no file is created."""
     from pathlib import Path
 
     from chatkeep.cli import stores
 
     missing = Path(str(tmp_path)) / "gone.db"
-    monkeypatch.setattr(stores, "_sqlite_file", lambda url: None)
+    assert not hasattr(stores, "_sqlite_file")
     code, _, err = run(capsys, "sessions", "list", "--url", f"sqlite:///{missing}")
     assert code == 2
     assert err.startswith("chatkeep: error: no store at sqlite:///") and "does not exist" in err
     assert len(err.strip().splitlines()) == 1
     assert not missing.exists()
+
+
+def test_an_id_that_starts_with_a_dash_goes_after_double_dash(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    converse(url, "-draft", turns=2)
+    code, _out, err = run(capsys, "sessions", "show", "-draft", "--url", url)
+    assert code == 2 and "-d" in err  # read as an option without `--`
+    code, out, _ = run(capsys, "sessions", "show", "--url", url, "--", "-draft")
+    assert code == 0 and "question 1" in out
+    code, out, _ = run(capsys, "sessions", "list", "--url", url)
+    assert "-draft" in listed(out)
+    code, out, _ = run(capsys, "sessions", "undo", "--url", url, "--turns", "1", "--", "-draft")
+    assert code == 0 and "question 1" in out
+    assert [m.text for m in read_view(open_store(url), "-draft") if m.role == "user"] == [
+        "question 0"
+    ]
+    code, out, _ = run(capsys, "sessions", "fork", "--url", url, "--", "-draft")
+    assert code == 0
+    code, _, _ = run(capsys, "sessions", "delete", "--url", url, "--cascade", "--", "-draft")
+    assert code == 0 and read_view(open_store(url), "-draft") == []
+    converse(url, "-opt", turns=1)
+    code, out, _ = run(capsys, "export", "--url", url, "--session", "-opt")
+    assert code == 0 and '"session":"-opt"' in out.replace(" ", "")
+
+
+def test_an_encrypted_sqlite_store_is_opened_read_only_through_the_wrapper(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pathlib import Path
+
+    from chatkeep.cli import stores
+    from chatkeep.core import ReadOnlyStore
+    from chatkeep.encrypted import Keyring
+
+    monkeypatch.setenv("CHATKEEP_ENCRYPTION_KEYS", "k1:" + Keyring.generate_key())
+    db = Path(str(tmp_path)) / "secret.db"
+    url = f"encrypted+sqlite:///{db}"
+    converse(url, "locked", turns=2)
+    code, out, _ = run(capsys, "sessions", "list", "--url", url)
+    assert code == 0 and listed(out) == ["locked"] and "4" in out.split()
+    code, out, _ = run(capsys, "sessions", "show", "locked", "--url", url)
+    assert code == 0 and "question 1" in out
+    code, out, _ = run(capsys, "export", url)
+    assert code == 0 and '"locked"' in out
+    # The handle the read-only commands use is read-only inside the wrapper too.
+    choice = stores.StoreChoice(url, "--url")
+    with stores.open_store_for(choice, read_only=True) as store, pytest.raises(ReadOnlyStore):
+        store.append("locked", encode_records([Message.user("no", message_id="m-no")]))
+    # A missing file: one line naming the URL as given, and nothing created.
+    missing = Path(str(tmp_path)) / "missing.db"
+    code, _, err = run(capsys, "sessions", "list", "--url", f"encrypted+sqlite:///{missing}")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith(
+        f"chatkeep: error: no store at encrypted+sqlite:///{missing} (from --url)"
+    )
+    assert "mode=ro" not in err.split(":", 3)[2] and not missing.exists()

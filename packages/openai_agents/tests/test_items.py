@@ -298,6 +298,7 @@ def test_the_fast_read_path_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_view(*_: Any, **__: Any) -> Any:
         raise AssertionError("the view was walked")
 
-    monkeypatch.setattr(module, "read_view", no_view)
+    monkeypatch.setattr(module, "read_view_counted", no_view)
+    monkeypatch.setattr(module, "aread_view_counted", no_view)
     assert asyncio.run(session.get_items()) == every
     assert asyncio.run(session.get_items(limit=2)) == [WEB_SEARCH, IMAGES]

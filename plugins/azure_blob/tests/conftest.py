@@ -68,6 +68,21 @@ class BlobService:
         query = {**self.options, **{k: str(v) for k, v in options.items()}}
         return f"azblob://{self.container}/{path}?{urlencode(query, quote_via=quote)}"
 
+    def names(self, prefix: str = "") -> list[str]:
+        """Blob names under ``prefix`` (relative to this service's own prefix), read
+        through a client built like the store's (the layout tests look at them)."""
+        from chatkeep.core import open_store
+
+        store = open_store(self.url())
+        client = store.backend._settings.sync_container()  # type: ignore[attr-defined]
+        base = self.prefix.strip("/") + "/" if self.prefix.strip("/") else ""
+        try:
+            names = client.list_blob_names(name_starts_with=base + prefix)
+            return [name[len(base) :] for name in names]
+        finally:
+            client.close()
+            store.close()
+
 
 def _unavailable(reason: str) -> None:
     service_unavailable(f"Azure Blob tests need a blob service: {reason}")

@@ -21,27 +21,13 @@ def records(tag: str, count: int = 2, size: int = 10) -> list[Record]:
     return [Record(f"{tag}-{n}", f"{tag}/{n}".encode().ljust(size, b"~")) for n in range(count)]
 
 
-def container_names(blob_service: Any, prefix: str = "") -> list[str]:
-    """Blob names under ``prefix`` (relative to the service's own prefix), read through a
-    client built like the store's."""
-    store = open_store(blob_service.url())
-    client = store.backend._settings.sync_container()  # type: ignore[attr-defined]
-    base = blob_service.prefix.strip("/") + "/" if blob_service.prefix.strip("/") else ""
-    try:
-        names = client.list_blob_names(name_starts_with=base + prefix)
-        return [name[len(base) :] for name in names]
-    finally:
-        client.close()
-        store.close()
-
-
 def test_layout_is_one_append_blob_per_session(
     open_azure: Callable[..., Store], blob_service: Any
 ) -> None:
     store = open_azure(prefix="layout-test")
     store.append("user/42", records("a"))
     store.append("user/42", records("b"))
-    names = container_names(blob_service, "layout-test/")
+    names = blob_service.names("layout-test/")
     assert names == [f"layout-test/chatkeep-v2/_/{encode_session_id('user/42')}/0000000000"]
     assert names == ["layout-test/chatkeep-v2/_/user~2f42/0000000000"]
 
@@ -53,10 +39,8 @@ def test_a_prefix_keyword_is_kept_literally_and_wins_over_the_url(
     store = open_store(blob_service.url(f"url-{tag}"), prefix=f"kw-{tag}/a%2Fb")
     try:
         store.append("s", records("a", 1))
-        assert container_names(blob_service, f"url-{tag}/") == []
-        assert container_names(blob_service, f"kw-{tag}/") == [
-            f"kw-{tag}/a%2Fb/chatkeep-v2/_/s/0000000000"
-        ]
+        assert blob_service.names(f"url-{tag}/") == []
+        assert blob_service.names(f"kw-{tag}/") == [f"kw-{tag}/a%2Fb/chatkeep-v2/_/s/0000000000"]
     finally:
         store.close()
     root = open_store(blob_service.url(f"url-{tag}"), prefix="/")
@@ -126,14 +110,14 @@ def test_segments_roll_on_azurite(open_azure: Callable[..., Store], blob_service
     for n in range(14):
         store.append("s", records(f"b{n}", n % 2 + 1))
         log += records(f"b{n}", n % 2 + 1)
-    segments = container_names(blob_service, "roll/chatkeep-v2/_/s/")
+    segments = blob_service.names("roll/chatkeep-v2/_/s/")
     assert len(segments) >= 4
     cold = open_azure(prefix="roll", segment_blocks=5)
     assert cold.read("s") == log
     assert cold.read("s", -9) == log[-9:]
     assert cold.read("s", 3, 17) == log[3:17]
     store.delete("s")
-    assert container_names(blob_service, "roll/") == []
+    assert blob_service.names("roll/") == []
 
 
 def test_oversized_batch_on_azurite(open_azure: Callable[..., Store], blob_service: Any) -> None:
@@ -142,7 +126,7 @@ def test_oversized_batch_on_azurite(open_azure: Callable[..., Store], blob_servi
     store.append("s", records("a"))
     store.append("s", big)
     store.append("s", records("b"))
-    names = container_names(blob_service, "big/chatkeep-v2/_/s/")
+    names = blob_service.names("big/chatkeep-v2/_/s/")
     assert any("/x/" in name for name in names), names
     cold = open_azure(prefix="big")
     assert cold.read("s", -3) == big[-1:] + records("b")
@@ -150,7 +134,7 @@ def test_oversized_batch_on_azurite(open_azure: Callable[..., Store], blob_servi
     store.append("s", big)  # retry of the oversized batch: no-op
     assert [r.id for r in cold.read("s", -3)] == ["big4", "b-0", "b-1"]
     store.delete("s")
-    assert container_names(blob_service, "big/") == []
+    assert blob_service.names("big/") == []
 
 
 def test_listing_with_hostile_and_long_ids(open_azure: Callable[..., Store]) -> None:
@@ -347,7 +331,7 @@ def test_conditional_appends_across_rolls(
         for stale in (None, log[-2].id if len(log) > 1 else "nowhere"):
             with pytest.raises(AppendConflict):
                 store.append_if("s", records(f"late{n}"), after=stale)
-    assert len(container_names(blob_service, "cond-roll/chatkeep-v2/_/s/")) >= 3
+    assert len(blob_service.names("cond-roll/chatkeep-v2/_/s/")) >= 3
     cold = open_azure(prefix="cond-roll", segment_blocks=4)
     with pytest.raises(AppendConflict) as error:
         cold.append_if("s", records("x"), after="c0-0")
@@ -375,7 +359,7 @@ def test_refused_conditional_append_creates_nothing(
     store = open_azure(prefix="cond-none")
     with pytest.raises(AppendConflict):
         store.append_if("s", records("a"), after="m1")
-    assert container_names(blob_service, "cond-none/") == []
+    assert blob_service.names("cond-none/") == []
     assert list(store.list_sessions()) == []
     store.append_if("s", records("a"), after=None)
     with pytest.raises(AppendConflict):

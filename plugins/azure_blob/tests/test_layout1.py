@@ -25,19 +25,6 @@ def records(tag: str, count: int = 2, size: int = 10) -> list[Record]:
     return [Record(f"{tag}-{n}", f"{tag}/{n}".encode().ljust(size, b"~")) for n in range(count)]
 
 
-def names_under(blob_service: Any, prefix: str) -> list[str]:
-    """Blob names under ``prefix`` (relative to the service's own prefix)."""
-    store = open_store(blob_service.url())
-    client = store.backend._settings.sync_container()  # type: ignore[attr-defined]
-    base = blob_service.prefix.strip("/") + "/" if blob_service.prefix.strip("/") else ""
-    try:
-        names = client.list_blob_names(name_starts_with=base + prefix)
-        return [name[len(base) :] for name in names]
-    finally:
-        client.close()
-        store.close()
-
-
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.name == LOGGER and r.levelno == logging.WARNING]
 
@@ -96,7 +83,7 @@ def test_layout_1_writes_and_reads_the_old_names(
     big = [Record("big", b"B" * (5 * 1024 * 1024))]  # an oversized batch: a block blob
     old.append("user/42", big)
     old.append("plain", records("p", 1))
-    names = names_under(blob_service, f"{tag}/")
+    names = blob_service.names(f"{tag}/")
     # Exactly the names earlier releases wrote: PREFIX/{folder}/{segment} and x/{token}.
     segments = [n for n in names if re.fullmatch(rf"{tag}/user~2f42/\d{{10}}", n)]
     assert len(segments) >= 2 and segments[0] == f"{tag}/user~2f42/0000000000"
@@ -111,7 +98,7 @@ def test_layout_1_writes_and_reads_the_old_names(
     layout2 = open_azure(tag)
     assert layout2.read("user/42") == [] and list(layout2.list_sessions()) == []
     cold.delete("user/42")
-    assert names_under(blob_service, f"{tag}/") == [f"{tag}/plain/0000000000"]
+    assert blob_service.names(f"{tag}/") == [f"{tag}/plain/0000000000"]
 
 
 def test_layout_1_and_2_share_a_prefix_without_touching_each_other(
@@ -285,7 +272,7 @@ def test_migrate_layout_1_to_layout_2_in_place(
     for session in list(old.list_sessions()):
         old.delete(session)
     assert list(old.list_sessions()) == []
-    assert all(n.startswith(f"{tag}/chatkeep-v2/") for n in names_under(blob_service, f"{tag}/"))
+    assert all(n.startswith(f"{tag}/chatkeep-v2/") for n in blob_service.names(f"{tag}/"))
     for session, log in expected.items():
         assert open_azure(tag).read(session, -2) == log[-2:]
 

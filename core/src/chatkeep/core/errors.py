@@ -317,9 +317,10 @@ class SessionMismatch:
 
 
 def _mismatch_text(mismatch: SessionMismatch) -> str:
+    source, destination = mismatch.source_count, mismatch.destination_count
     counts = (
-        f"{mismatch.source_count} records in the source, "
-        f"{mismatch.destination_count} in the destination"
+        f"{source} record{'' if source == 1 else 's'} in the source, "
+        f"{destination} in the destination"
     )
     if mismatch.source_count == mismatch.destination_count:
         counts += ", other content"

@@ -335,18 +335,24 @@ class HistoryProvider:
 
         When the last :meth:`load` of this session proved the view's message count, the
         last message's record also carries the running count under the reserved key
-        ``"chatkeep.count"`` (not with a checkpoint: then the batch does not end with a
-        message); :func:`chatkeep.core.metadata.describe_session` reads it. Reading takes
-        the key out again.
+        ``"chatkeep.count"`` (with a checkpoint, the checkpoint record carries it in its
+        ``count`` field instead: the batch ends with it);
+        :func:`chatkeep.core.metadata.describe_session` reads it. Reading takes the key out
+        again.
         """
-        mark = self._count_mark(session, len(messages), len(messages))
+        batch = len(messages) + (checkpoint is not None)
+        mark = self._count_mark(session, len(messages), batch)
         if mark is not None and messages and checkpoint is None:
             last = messages[-1]
             properties = {**last.additional_properties, COUNT_KEY: mark.to_json()}
             messages = [*messages[:-1], replace(last, additional_properties=properties)]
         records = encode_records(messages, stored_at=utc_stamp())
         if checkpoint is not None:
-            records.append(checkpoint.to_record())
+            # The view after a checkpoint is its messages and the ``keep`` it keeps, so the
+            # batch's count is known whatever the count before it; the chain (``after``)
+            # still needs the last load's proof that nothing came in between.
+            count = None if mark is None else replace(mark, n=checkpoint.view_length)
+            records.append(checkpoint.to_record(count))
         try:
             await self.store.aappend(session.session_id, records)
         except RecordConflict:

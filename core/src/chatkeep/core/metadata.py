@@ -45,15 +45,42 @@ view's message count (it read the whole view, or the log ended with a verified r
 count), :meth:`~chatkeep.core.HistoryProvider.save` writes into the batch's last message,
 under the reserved key ``"chatkeep.count"`` (:data:`COUNT_KEY`), ``{"n": <the view's
 message count after the batch>, "after": <the id of the log's last record before it>, "k":
-<the batch's record count>}``. It is trusted only when the record ``k + 1`` back from it is
-``after``: a write by anyone else between that load and the save, an undo, fork or
-checkpoint record after it (the log then does not end with that message) or a forged mark
-makes :func:`describe_session` fall back to the walk, never report a wrong count. Reading
-takes the key out like the storage time. A session whose provider only ever loads a window
-(``max_messages``) keeps an exact count as long as each load sees a verified count at the
-end of the log; an undo, or a write through anything else, breaks the chain until a load
-reads the whole view again. A verified count walks nothing, so it does not check the view
-for damage.
+<the batch's record count>}`` (a :class:`CountMark`). The core's control records carry the
+same object in their own ``count`` field when their writer knows the view's count after
+them:
+
+- an undo's retract (:func:`~chatkeep.core.views.undo`): the count its read proved minus
+  the messages it retracts, unless a checkpoint lies between its target and the end (the
+  retract then undoes the compaction too); ``k`` is 1, ``after`` the record it read last;
+- a fork's first record (:func:`~chatkeep.core.views.fork`): the parent's count at the fork
+  point, when a verified mark on the parent's record there proves it (``after=None``: it
+  starts the child's log), so the child's count is the parent's at the fork plus its own;
+- the ``forked`` registration the fork appends to its parent: the parent's count at its
+  end, unchanged (when its last record proved it);
+- a checkpoint: its messages plus its ``keep`` (:func:`~chatkeep.core.views.compact`,
+  which read the whole view; a provider's ``AFTER_MESSAGE_ADDED`` batch, whose ``k``
+  counts the messages and the checkpoint, when its load proved the count). A "clear"
+  without delete (an empty checkpoint) counts 0.
+
+Every mark, wherever it is, is trusted only when the log holds it in place: the record
+``k + 1`` back from the one carrying it is ``after`` (for ``after=None``: its batch starts
+the log). A write by anyone else between the read and the write, a record appended after
+it (the log then does not end with it), a mark with a field of the wrong type or range, a
+record of an unknown kind or a forged mark all make :func:`describe_session` fall back to
+the walk, never report a wrong count. Reading takes the key out like the storage time. A
+writer that only ever loads a window (``max_messages``) keeps an exact count as long as
+each load sees a verified count at the end of the log (the window must hold the batch and
+the record before it); a write through anything that writes no mark breaks the chain
+until a load reads the whole view again. A verified count walks nothing, so it does not
+check the view for damage.
+
+Writers that encode their own records (the framework adapters) write the same mark:
+:func:`read_view_counted` (or :func:`tail_running_count` for a plain tail already read)
+gives the :class:`RunningCount` a read proved, :meth:`RunningCount.mark` puts it on the
+batch's last message, and :meth:`RunningCount.extended` is the count after the batch, for
+the next one; :func:`running_count` reads it from the end of the log instead (at most two
+small reads). :func:`utc_stamp` is the time as the core stores it under
+:data:`STORED_AT_KEY`.
 
 A damaged session (a record that is not a chatkeep record, a retract of a message not in
 the log, a fork whose parent lost its records) makes :func:`describe_session` raise
@@ -66,8 +93,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from .errors import CorruptRecord, InvalidOption, SessionNotFound
@@ -82,10 +109,14 @@ from .views._control import (
     FORK,
     STORED_AT_KEY,
     Control,
+    CountMark,
     count_mark,
     parse_stamped,
+    utc_stamp,
 )
+from .views._count import marked_count_program, tail_count_program
 from .views._log import parse_time
+from .views._ops import view_program
 from .views._program import Program, Read, arun, run
 from .views._walk import walk_chain
 
@@ -95,11 +126,19 @@ __all__ = [
     "HEAD",
     "STORED_AT_KEY",
     "TITLE_LENGTH",
+    "CountMark",
+    "RunningCount",
     "SessionInfo",
     "adescribe_session",
     "alist_session_infos",
+    "aread_view_counted",
+    "arunning_count",
     "describe_session",
     "list_session_infos",
+    "read_view_counted",
+    "running_count",
+    "tail_running_count",
+    "utc_stamp",
 ]
 
 #: How many records are read from the start of a log for ``created_at`` and ``title``.
@@ -239,30 +278,6 @@ def _count_program(session_id: str, exact: bool) -> Program[tuple[int, bool]]:
     return len(counter.finish()), True
 
 
-def _marked_count(session_id: str, last: Record, log: list[Record] | None) -> Program[int | None]:
-    """The view's message count from the running count ``last`` (the log's last record)
-    carries, if the log proves it: the record ``k + 1`` back is the mark's ``after`` (for
-    ``after=None``: the log has exactly ``k`` records). ``log`` is the whole log when it is
-    already read (then nothing more is), else one read of at most two records."""
-    mark = count_mark(last.data)
-    if mark is None:
-        return None
-    k = mark.k
-    if log is not None:
-        if mark.after is None:
-            return mark.n if len(log) == k else None
-        index = len(log) - 1 - k
-        return mark.n if index >= 0 and log[index].id == mark.after else None
-    # The record before the batch and the batch's first: [before, first] when the log is
-    # longer than k, [first] when it is exactly k, [] when it is shorter.
-    got: list[Record] = yield Read(session_id, -(k + 1), -(k - 1) or None)
-    if k == 1 and got and got[-1].id != last.id:
-        return None  # appended to since the last record was read
-    if mark.after is None:
-        return mark.n if len(got) == 1 else None
-    return mark.n if len(got) == 2 and got[0].id == mark.after else None
-
-
 def _describe_program(
     session_id: str, exact: bool = False, listing: bool = False
 ) -> Program[SessionInfo]:
@@ -281,7 +296,7 @@ def _describe_program(
         last = tail[-1] if tail else head[-1]
     _, updated_at = _parse(last)
     if not exact:
-        marked = yield from _marked_count(session_id, last, whole)
+        marked = yield from marked_count_program(session_id, last, whole)
         if marked is not None:
             return SessionInfo(session_id, created_at, updated_at, marked, title)
     try:
@@ -316,6 +331,101 @@ async def adescribe_session(store: Store, session_id: str, exact: bool = False) 
     if type(exact) is not bool:
         raise InvalidOption(f"exact must be a bool, not {exact!r}")
     return await arun(store, _describe_program(session_id, exact))
+
+
+# -- the running count, for writers that encode their own records -------------------------
+
+
+@dataclass(frozen=True)
+class RunningCount:
+    """What a writer knows of a session's end: its view has ``n`` messages and its log's
+    last record is ``last`` (``None``: the log is empty). Hand it to :meth:`mark` for the
+    batch appended right after that record, then keep :meth:`extended` for the next one.
+
+    A stale one (another writer appended since it was read) is harmless: the mark it
+    writes names ``last`` as the record before its batch, the log then says otherwise,
+    and :func:`describe_session` falls back to its walk."""
+
+    n: int
+    last: str | None
+
+    def mark(self, messages: Sequence[Message], records: int | None = None) -> list[Message]:
+        """``messages`` (a batch about to be appended, every one a message record) with the
+        last one carrying the running count under :data:`COUNT_KEY` (a copy; the others
+        unchanged). ``records``: the batch's record count when it also holds records of
+        its own after the messages' (default: one per message). ``[]`` stays ``[]``."""
+        if not messages:
+            return []
+        count = CountMark(self.n + len(messages), self.last, records or len(messages))
+        last = messages[-1]
+        properties = {**last.additional_properties, COUNT_KEY: count.to_json()}
+        return [*messages[:-1], replace(last, additional_properties=properties)]
+
+    def extended(self, records: Sequence[Record], messages: int | None = None) -> RunningCount:
+        """The count once ``records`` (``messages`` of them messages; default: all) were
+        appended after :attr:`last`."""
+        if not records:
+            return self
+        added = len(records) if messages is None else messages
+        return RunningCount(self.n + added, records[-1].id)
+
+
+def _running(found: tuple[int, str | None] | None) -> RunningCount | None:
+    return None if found is None else RunningCount(*found)
+
+
+def running_count(store: Store, session_id: str) -> RunningCount | None:
+    """The session's :class:`RunningCount` when the end of its log proves it (an empty log;
+    a last record with a verified running count), else ``None``: at most two reads, of one
+    record then two, whatever the session's length."""
+    return _running(run(store, tail_count_program(check_session_id(session_id))))
+
+
+async def arunning_count(store: Store, session_id: str) -> RunningCount | None:
+    """Async :func:`running_count`."""
+    return _running(await arun(store, tail_count_program(check_session_id(session_id))))
+
+
+def tail_running_count(records: Sequence[Record], *, whole: bool) -> RunningCount | None:
+    """The :class:`RunningCount` the last records of a log prove, with no read: ``records``
+    are the log's last records, oldest first (``whole``: all of it), every one a message
+    record (a plain tail, as a fast reader that found no control record has). ``None``
+    when they prove nothing (a partial tail whose last record has no verified count)."""
+    if whole:
+        return RunningCount(len(records), records[-1].id if records else None)
+    if not records:
+        return None
+    mark = count_mark(records[-1].data)
+    if mark is None or mark.after is None:
+        return None  # after=None needs the start of the log, which a partial tail lacks
+    index = len(records) - 1 - mark.k
+    if index < 0 or records[index].id != mark.after:
+        return None
+    return RunningCount(mark.n, records[-1].id)
+
+
+def _counted(
+    session_id: str, limit: int | None
+) -> Program[tuple[list[Message], RunningCount | None]]:
+    read = yield from view_program(session_id, limit)
+    counted = None if read.count is None else RunningCount(read.count, read.newest_record_id)
+    return read.messages, counted
+
+
+def read_view_counted(
+    store: Store, session_id: str, *, limit: int | None = None
+) -> tuple[list[Message], RunningCount | None]:
+    """:func:`~chatkeep.core.views.read_view` and, when the read proves it (it read the
+    whole view, or the log ends with a verified running count), the session's
+    :class:`RunningCount`; else ``None``. The same reads as ``read_view``."""
+    return run(store, _counted(session_id, limit))
+
+
+async def aread_view_counted(
+    store: Store, session_id: str, *, limit: int | None = None
+) -> tuple[list[Message], RunningCount | None]:
+    """Async :func:`read_view_counted`."""
+    return await arun(store, _counted(session_id, limit))
 
 
 def _check_listing(prefix: object, limit: object, newest_first: object) -> None:

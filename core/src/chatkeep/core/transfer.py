@@ -13,6 +13,10 @@ is. Sync, on the stores' blocking hooks::
         export_jsonl(open_store("sqlite:///chats.db"), out)
     migrate(open_store("sqlite:///chats.db"), open_store("postgresql://localhost/app"))
 
+Each has an ``a``-prefixed async twin (:func:`aexport_jsonl`, :func:`aimport_jsonl`,
+:func:`amigrate`, :func:`averify`) that runs the same streaming transfer in a worker
+thread, so an event loop stays free while a large store is copied.
+
 **The export format** (JSON Lines, ASCII, one JSON object a line, version
 :data:`FORMAT_VERSION`)::
 
@@ -66,6 +70,10 @@ __all__ = [
     "TransferProgress",
     "TransferStats",
     "VerificationFailed",
+    "aexport_jsonl",
+    "aimport_jsonl",
+    "amigrate",
+    "averify",
     "export_jsonl",
     "import_jsonl",
     "migrate",
@@ -662,3 +670,59 @@ def migrate(
     if mismatches:
         raise VerificationFailed(mismatches)
     return tally.stats()
+
+
+# -- async twins ----------------------------------------------------------------------------
+#
+# The transfer runs on the stores' blocking hooks in one worker thread (asyncio.to_thread):
+# the same bounded pages and lazy listing, so it streams exactly like the sync call, and the
+# caller's event loop stays free meanwhile (the pattern the LangChain adapter uses: no event
+# loop is ever tied to a store). ``progress`` is called from that worker thread; ``out`` and
+# ``source`` are written and read there, so hand in a stream no other task uses meanwhile.
+
+
+async def aexport_jsonl(
+    store: Store,
+    out: IO[str],
+    *,
+    sessions: Iterable[str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> TransferStats:
+    """Async :func:`export_jsonl` (in a worker thread; ``progress`` is called there)."""
+    import asyncio
+
+    return await asyncio.to_thread(export_jsonl, store, out, sessions=sessions, progress=progress)
+
+
+async def aimport_jsonl(
+    store: Store, source: IO[str], *, progress: ProgressCallback | None = None
+) -> TransferStats:
+    """Async :func:`import_jsonl` (in a worker thread; ``progress`` is called there)."""
+    import asyncio
+
+    return await asyncio.to_thread(import_jsonl, store, source, progress=progress)
+
+
+async def averify(
+    source: Store, destination: Store, *, sessions: Iterable[str] | None = None
+) -> list[SessionMismatch]:
+    """Async :func:`verify` (in a worker thread)."""
+    import asyncio
+
+    return await asyncio.to_thread(verify, source, destination, sessions=sessions)
+
+
+async def amigrate(
+    source: Store,
+    destination: Store,
+    *,
+    sessions: Iterable[str] | None = None,
+    progress: ProgressCallback | None = None,
+    verify: bool = True,
+) -> TransferStats:
+    """Async :func:`migrate` (in a worker thread; ``progress`` is called there)."""
+    import asyncio
+
+    return await asyncio.to_thread(
+        migrate, source, destination, sessions=sessions, progress=progress, verify=verify
+    )

@@ -221,7 +221,7 @@ def compact(store: Store, session_id: str, reducer: ReduceFunction) -> Checkpoin
         reduced = run_blocking(_await(reduced))
     checkpoint = Checkpoint.between(read.messages, reduced, read.newest_record_id)
     if checkpoint is not None:
-        run(store, checkpoint_program(session_id, checkpoint))
+        run(store, checkpoint_program(session_id, checkpoint, counted=True))
     return checkpoint
 
 
@@ -235,5 +235,5 @@ async def acompact(store: Store, session_id: str, reducer: ReduceFunction) -> Ch
         reduced = await reduced
     checkpoint = Checkpoint.between(read.messages, reduced, read.newest_record_id)
     if checkpoint is not None:
-        await arun(store, checkpoint_program(session_id, checkpoint))
+        await arun(store, checkpoint_program(session_id, checkpoint, counted=True))
     return checkpoint

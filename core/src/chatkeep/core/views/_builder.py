@@ -82,6 +82,11 @@ class ViewBuilder:
         #: With ``track_stored``: ids of the messages that came from message records (not
         #: copies held inside a checkpoint).
         self.stored_ids: set[str] | None = set() if track_stored else None
+        #: With ``track_stored``: those of :attr:`stored_ids` fed before any checkpoint
+        #: record (no compaction between them and the log's end: retracting back to one
+        #: removes exactly the view's messages from it on).
+        self.uncompacted_ids: set[str] | None = set() if track_stored else None
+        self._checkpoint_fed = False
         # count_only: message records the codec wrote are not decoded; each stands in the
         # view as an empty placeholder message (for counting the view, not for reading it).
         self._count_only = count_only
@@ -151,6 +156,8 @@ class ViewBuilder:
                 )
             if self.stored_ids is not None:
                 self.stored_ids.add(record_id)
+                if not self._checkpoint_fed and self.uncompacted_ids is not None:
+                    self.uncompacted_ids.add(record_id)
             if not self._push(entry):
                 self._close()
             return
@@ -159,6 +166,7 @@ class ViewBuilder:
             self._retract = (session_id, position, record_id)
         elif entry.kind == CHECKPOINT:
             self._pending = entry
+            self._checkpoint_fed = True
         # fork, forked, base, rebased, rebuild: log structure, not part of the view.
 
     def feed_many(self, records: Sequence[Record], session_id: str, base: int) -> None:

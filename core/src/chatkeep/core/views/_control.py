@@ -198,10 +198,10 @@ class CountMark:
 
     ``n``: the view's message count once the batch was appended; ``after``: the id of the
     log's last record before the batch (``None``: the log was empty); ``k``: how many
-    records the batch has. It is a claim, not a fact: it holds only if the record ``k + 1``
-    back from the one carrying it is ``after`` (or, for ``after=None``, the batch starts
-    the log). Anyone appending in between, or a forged mark, breaks that chain, and then
-    the mark must not be used.
+    records the batch has (a control record written alone: 1). It is a claim, not a fact:
+    it holds only if the record ``k + 1`` back from the one carrying it is ``after`` (or,
+    for ``after=None``, the batch starts the log). Anyone appending in between, or a
+    forged mark, breaks that chain, and then the mark must not be used.
     """
 
     n: int
@@ -214,10 +214,17 @@ class CountMark:
 
 
 def count_mark(data: bytes | Mapping[str, Any]) -> CountMark | None:
-    """The :class:`CountMark` a message record carries, or ``None`` (no mark, a control
-    record, damaged data, or a mark with fields of the wrong type or range)."""
+    """The :class:`CountMark` a record carries, or ``None`` (no mark, damaged data, or a
+    mark with fields of the wrong type or range).
+
+    A message record carries it under :data:`COUNT_KEY` of its ``additional_properties``;
+    a control record of a known kind in its ``count`` field (an undo, fork or checkpoint
+    record that knew the view's count after it)."""
     if isinstance(data, (bytes, bytearray)):
-        if not data.startswith(MESSAGE_HEAD) or COUNT_KEY.encode() not in data:
+        if data.startswith(MESSAGE_HEAD):
+            if COUNT_KEY.encode() not in data:
+                return None
+        elif not data.startswith(_CONTROL_HEAD) or b'"count"' not in data:
             return None
         try:
             raw: Any = json.loads(data)
@@ -225,10 +232,16 @@ def count_mark(data: bytes | Mapping[str, Any]) -> CountMark | None:
             return None
     else:
         raw = data
-    if not isinstance(raw, dict) or raw.get("type") != "message":
+    if not isinstance(raw, dict):
         return None
-    properties = raw.get("additional_properties")
-    mark = properties.get(COUNT_KEY) if isinstance(properties, dict) else None
+    kind = raw.get("type")
+    if kind == "message":
+        properties = raw.get("additional_properties")
+        mark = properties.get(COUNT_KEY) if isinstance(properties, dict) else None
+    elif kind in KINDS:
+        mark = raw.get("count")
+    else:
+        return None
     if not isinstance(mark, dict):
         return None
     n, after, k = mark.get("n"), mark.get("after"), mark.get("k")

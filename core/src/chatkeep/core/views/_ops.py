@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..errors import AppendConflict, MessageNotFound, SessionExists, SessionNotFound, ViewError
 from ..ids import new_id
 from ..messages import Message
 from ..records import Record, check_session_id
 from ._builder import ViewBuilder
-from ._control import CHECKPOINT, FORK, FORKED, RETRACT, control_record
+from ._control import CHECKPOINT, FORK, FORKED, RETRACT, CountMark, control_record
+from ._count import proven_count_program, tail_count_program
 from ._program import Append, AppendIf, Program, Read
 from ._walk import IdSearch, find_record, probe_length, walk_chain
 
@@ -39,6 +41,8 @@ class ViewRead:
     newest_record_id: str | None
     stored_ids: frozenset[str] = frozenset()
     count: int | None = None
+    #: With ``track_stored``: the stored message ids with no checkpoint record after them.
+    uncompacted_ids: frozenset[str] = frozenset()
 
 
 def view_program(
@@ -53,7 +57,10 @@ def view_program(
     messages = builder.finish()
     stored = frozenset(builder.stored_ids or ())
     count = builder.verified_count() if builder.truncated else len(messages)
-    return ViewRead(messages, builder.truncated, builder.newest_record_id, stored, count)
+    uncompacted = frozenset(builder.uncompacted_ids or ())
+    return ViewRead(
+        messages, builder.truncated, builder.newest_record_id, stored, count, uncompacted
+    )
 
 
 def _turn_starts(view: Sequence[Message], complete: bool) -> list[int]:
@@ -124,12 +131,33 @@ def _undo_once(session_id: str, turns: int, conditional: bool | None) -> Program
                 f"cannot undo to message {target!r}: it exists only inside a compaction "
                 "checkpoint, not as a stored record"
             )
-    retract = [control_record(RETRACT, target=target)]
+    # The view after the retract is the view before the target (the walk resumes there as
+    # it was), so its count is known when the read proved the count and no checkpoint
+    # lies between the target and the end (a retract over one also undoes the compaction).
+    fields: dict[str, Any] = {"target": target}
+    after = read.newest_record_id
+    if after is not None and target in read.uncompacted_ids:
+        count = yield from _proven(session_id, read)
+        if count is not None:
+            fields["count"] = CountMark(count - (len(view) - index), after, 1).to_json()
+    retract = [control_record(RETRACT, **fields)]
     if conditional:
         yield AppendIf(session_id, retract, read.newest_record_id)
     else:
         yield Append(session_id, retract)
     return view[index:]
+
+
+def _proven(session_id: str, read: ViewRead) -> Program[int | None]:
+    """The view's message count as ``read`` proved it, else as the mark at the end of the
+    log proves it when the window stopped short of the mark's check (one read of one
+    record, then of two); ``None`` when neither does."""
+    if read.count is not None or not read.truncated:
+        return read.count
+    proven = yield from tail_count_program(session_id)
+    if proven is None or proven[1] != read.newest_record_id:
+        return None
+    return proven[0]
 
 
 def fork_program(
@@ -149,11 +177,18 @@ def fork_program(
     child = new_id() if new_session_id is None else check_session_id(new_session_id)
     if child == session_id:
         raise SessionExists(child)
+    # The running counts (see CountMark): the view's count at the fork point goes into the
+    # fork record (the child's count starts there), the holder's count at its end into the
+    # registration (it changes no view); each only when a verified mark proves it.
+    at_fork: int | None
+    holder_end: tuple[int, str | None] | None
     if at is None:
         length, last = yield from probe_length(session_id)
         if length == 0 or last is None:
             raise SessionNotFound(session_id)
         holder, position, anchor = session_id, length, last.id
+        at_fork = yield from proven_count_program(session_id, length - 1, last)
+        holder_end = None if at_fork is None else (at_fork, last.id)
     else:
         found = yield from find_record(session_id, at)
         if found is None:
@@ -162,12 +197,23 @@ def fork_program(
             raise MessageNotFound(session_id, at)
         holder, before = found
         position, anchor = before + 1, at
+        point: list[Record] = yield Read(holder, before, before + 1)
+        at_fork = None
+        if point and point[0].id == at:
+            at_fork = yield from proven_count_program(holder, before, point[0])
+        holder_end = yield from tail_count_program(holder)
     if new_session_id is not None and (yield Read(child, 0, 1)):
         raise SessionExists(child)
+    registration: dict[str, Any] = {"child": child, "position": position}
+    if holder_end is not None and holder_end[1] is not None:
+        registration["count"] = CountMark(holder_end[0], holder_end[1], 1).to_json()
+    linked: dict[str, Any] = {"parent": holder, "position": position, "anchor": anchor}
+    if at_fork is not None:
+        linked["count"] = CountMark(at_fork, None, 1).to_json()
     # Register the fork with its parent first: a crash in between leaves a registration
     # without a fork (harmless), never a fork that deleting the parent would not know.
-    yield Append(holder, [control_record(FORKED, child=child, position=position)])
-    link = [control_record(FORK, parent=holder, position=position, anchor=anchor)]
+    yield Append(holder, [control_record(FORKED, **registration)])
+    link = [control_record(FORK, **linked)]
     if conditional:
         try:
             yield AppendIf(child, link, None)
@@ -208,11 +254,23 @@ class Checkpoint:
         head = [m if m.message_id else replace(m, message_id=new_id()) for m in head]
         return cls(covers, keep, head)
 
-    def to_record(self) -> Record:
-        """The control record that stores this checkpoint."""
-        return control_record(
-            CHECKPOINT, covers=self.covers, keep=self.keep, messages=self.messages
-        )
+    @property
+    def view_length(self) -> int:
+        """How many messages the view has right after this checkpoint: its ``messages``
+        and the ``keep`` it keeps (a checkpoint never keeps more than the view had)."""
+        return len(self.messages) + self.keep
+
+    def to_record(self, count: CountMark | None = None) -> Record:
+        """The control record that stores this checkpoint, with the running count
+        ``count`` (see :class:`~chatkeep.core.views._control.CountMark`) if given."""
+        fields: dict[str, Any] = {
+            "covers": self.covers,
+            "keep": self.keep,
+            "messages": self.messages,
+        }
+        if count is not None:
+            fields["count"] = count.to_json()
+        return control_record(CHECKPOINT, **fields)
 
     def to_dict(self) -> dict[str, object]:
         """The checkpoint as the JSON-ready dict of its control record."""
@@ -222,6 +280,10 @@ class Checkpoint:
         return result
 
 
-def checkpoint_program(session_id: str, checkpoint: Checkpoint) -> Program[None]:
-    """Append ``checkpoint`` to the log."""
-    yield Append(check_session_id(session_id), [checkpoint.to_record()])
+def checkpoint_program(
+    session_id: str, checkpoint: Checkpoint, *, counted: bool = False
+) -> Program[None]:
+    """Append ``checkpoint`` to the log; with ``counted`` (it was made from the whole
+    view, so the view after it is known) with its running count."""
+    count = CountMark(checkpoint.view_length, checkpoint.covers, 1) if counted else None
+    yield Append(check_session_id(session_id), [checkpoint.to_record(count)])

@@ -4,6 +4,7 @@ chatkeep store."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, ClassVar
 
@@ -15,13 +16,14 @@ from chatkeep.core import (
     Message,
     Store,
     adelete_session,
-    aread_view,
+    encode_records,
+    new_id,
     open_store,
 )
+from chatkeep.core.metadata import aread_view_counted, utc_stamp
 from chatkeep.core.reducers import drop_orphan_results
-from chatkeep.core.views._control import utc_stamp
 
-from .convert import FRAMEWORK_MESSAGE_ID, to_maf, to_record
+from .convert import FRAMEWORK_MESSAGE_ID, from_maf, to_maf
 from .tail import KEPT, KnownTail, TailMemory
 
 __all__ = ["ChatkeepHistoryProvider"]
@@ -112,7 +114,7 @@ class ChatkeepHistoryProvider(HistoryProvider):
         """The session's view as MAF messages, oldest first (the last ``max_messages``)."""
         session = self._session(session_id)
         limit = self.max_messages
-        view = await aread_view(self.store, session, limit=limit)
+        view, count = await aread_view_counted(self.store, session, limit=limit)
         shown = view if limit is None else drop_orphan_results(view)
         loaded = [to_maf(message) for message in shown]
         # Remember the session's end for the save after the model call (see tail.py).
@@ -121,7 +123,7 @@ class ChatkeepHistoryProvider(HistoryProvider):
         else:  # the window dropped a result: remember what is stored, not what is shown
             pairs = [(to_maf(message), _assigned_id(message)) for message in view[-KEPT:]]
         whole = (limit is None or len(view) < limit) and len(view) <= KEPT
-        self._tails.put(session, KnownTail.of(pairs, whole=whole))
+        self._tails.put(session, KnownTail.of(pairs, whole=whole, count=count))
         return loaded
 
     async def save_messages(
@@ -145,14 +147,17 @@ class ChatkeepHistoryProvider(HistoryProvider):
         incoming = list(messages)
         tail, version = self._tails.get(session)
         if tail is None or not tail.covers(len(incoming)):
-            view = await aread_view(self.store, session, limit=len(incoming))
+            view, count = await aread_view_counted(self.store, session, limit=len(incoming))
             pairs = [(to_maf(message), _assigned_id(message)) for message in view]
-            tail = KnownTail.of(pairs, whole=len(view) < len(incoming))
+            tail = KnownTail.of(pairs, whole=len(view) < len(incoming), count=count)
         incoming = tail.new_messages(incoming)
         if not incoming:
             return
-        stamp = utc_stamp()  # when they were stored, for chatkeep.core.metadata
-        records = [to_record(message, stored_at=stamp) for message in incoming]
+        converted = [from_maf(message, new_id()) for message in incoming]
+        if tail.count is not None:  # the running count, as HistoryProvider writes it
+            converted = tail.count.mark(converted)
+        # When they were stored, for chatkeep.core.metadata.
+        records = encode_records(converted, stored_at=utc_stamp())
         try:
             await self.store.aappend(session, records)
         except BaseException:
@@ -162,7 +167,8 @@ class ChatkeepHistoryProvider(HistoryProvider):
             (message, record.id if message.message_id is None else None)
             for message, record in zip(incoming, records, strict=True)
         ]
-        self._tails.put(session, tail.extended(saved), version=version)
+        count = None if tail.count is None else tail.count.extended(records)
+        self._tails.put(session, replace(tail.extended(saved), count=count), version=version)
 
     # -- beyond MAF's interface -----------------------------------------------------------
 

@@ -27,6 +27,8 @@ from agent_framework import Message as MafMessage
 # one MAF's providers use).
 from agent_framework._sessions import filter_new_messages
 
+from chatkeep.core.metadata import RunningCount
+
 __all__ = ["KEPT", "KnownTail", "TailMemory"]
 
 #: Messages remembered per session (a save of more than this reads the store).
@@ -40,16 +42,24 @@ class KnownTail:
     """The last messages of a session, oldest first, each as MAF's stores keep it (MAF's
     id, or none) with the chatkeep id it was handed out with when MAF gave none (a
     transcript read with ``get_messages`` carries those); ``whole``: this is the whole
-    session."""
+    session; ``count``: the session's running count as the read proved it (``None``: not
+    proved), for the mark the next save writes (see :mod:`chatkeep.core.metadata`)."""
 
     entries: tuple[tuple[MafMessage, str | None], ...]
     whole: bool
+    count: RunningCount | None = None
 
     @classmethod
-    def of(cls, pairs: Sequence[tuple[MafMessage, str | None]], *, whole: bool) -> KnownTail:
+    def of(
+        cls,
+        pairs: Sequence[tuple[MafMessage, str | None]],
+        *,
+        whole: bool,
+        count: RunningCount | None = None,
+    ) -> KnownTail:
         """From ``(message as MAF sees it, the chatkeep id it was given or None)`` pairs,
-        oldest first; ``whole``: they are the whole session."""
-        return cls((), whole and len(pairs) <= KEPT).extended(pairs[-KEPT:])
+        oldest first; ``whole``: they are the whole session; ``count``: its proved count."""
+        return cls((), whole and len(pairs) <= KEPT, count).extended(pairs[-KEPT:])
 
     def covers(self, count: int) -> bool:
         """Whether the last ``count`` stored messages are all here (or the session has
@@ -73,11 +83,16 @@ class KnownTail:
         kept = len(filter_new_messages(stored, compared))  # always a suffix of its input
         return incoming[len(incoming) - kept :]
 
-    def extended(self, saved: Iterable[tuple[MafMessage, str | None]]) -> KnownTail:
+    def extended(
+        self,
+        saved: Iterable[tuple[MafMessage, str | None]],
+        count: RunningCount | None = None,
+    ) -> KnownTail:
         """This tail after ``saved`` (``(message, chatkeep id given or None)``) was
-        appended: the last :data:`KEPT` of all."""
+        appended: the last :data:`KEPT` of all; ``count``: the running count after them
+        (``None``: keep this tail's own, for a tail being built)."""
         entries = (*self.entries, *((_stored_form(m, given), given) for m, given in saved))
-        return KnownTail(entries[-KEPT:], self.whole and len(entries) <= KEPT)
+        return KnownTail(entries[-KEPT:], self.whole and len(entries) <= KEPT, count or self.count)
 
 
 def _stored_form(message: MafMessage, assigned: str | None) -> MafMessage:

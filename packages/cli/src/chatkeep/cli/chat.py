@@ -11,7 +11,8 @@
 The offline client is the default, so it runs without a key. Commands: ``/history [N]``,
 ``/sessions``, ``/new [ID]``, ``/switch ID``, ``/fork``, ``/undo [N]``, ``/help``, ``/quit``.
 
-On a terminal the prompt has readline's line editing and history (arrows, Ctrl-R); Ctrl-C
+On a terminal the prompt has readline's line editing and history (arrows, Ctrl-R), kept
+across runs in :func:`history_file` (never an error when it cannot be read or written); Ctrl-C
 clears the line, and at an empty prompt leaves (exit 130); Ctrl-C during a reply abandons
 that turn (nothing of it is stored). Lines are read while the event loop is idle, never from
 inside it.
@@ -36,6 +37,7 @@ import signal
 import sys
 import threading
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, TextIO
 
 from chatkeep.core import (
@@ -344,8 +346,27 @@ def _next_line(source: TextIO) -> str | None:
     return raw.rstrip("\r\n") if raw else None
 
 
+#: The environment variable naming the prompt's history file (empty: keep no history file).
+HISTORY_ENV = "CHATKEEP_HISTORY_FILE"
+#: How many lines the history file keeps.
+HISTORY_LINES = 1000
+
+
+def history_file() -> Path | None:
+    """Where the prompt's line history is kept between runs: ``$CHATKEEP_HISTORY_FILE``
+    (empty: nowhere), else ``$XDG_STATE_HOME/chatkeep/history``, else
+    ``~/.local/state/chatkeep/history``."""
+    named = os.environ.get(HISTORY_ENV)
+    if named is not None:
+        return Path(named).expanduser() if named else None
+    state = os.environ.get("XDG_STATE_HOME") or ""
+    base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "chatkeep" / "history"
+
+
 class _Prompt:
-    """``input()`` with readline's line editing and history where the platform has it."""
+    """``input()`` with readline's line editing and history where the platform has it;
+    the history is read from :func:`history_file` and written back after each line."""
 
     def __init__(self) -> None:
         try:
@@ -355,6 +376,27 @@ class _Prompt:
         else:
             self.readline = readline
         self.had_text = False
+        self.history: Path | None = None
+        if self.readline is not None:
+            try:
+                self.history = history_file()
+            except (RuntimeError, OSError):  # no home directory to find
+                self.history = None
+        if self.history is not None:
+            self.readline.set_history_length(HISTORY_LINES)
+            with contextlib.suppress(OSError, ValueError):
+                self.readline.read_history_file(str(self.history))
+
+    def _save(self) -> None:
+        """Write the history file; a directory that cannot be made or written is skipped:
+        the chat goes on without it."""
+        if self.history is None:
+            return
+        try:
+            self.history.parent.mkdir(parents=True, exist_ok=True)
+            self.readline.write_history_file(str(self.history))
+        except (OSError, ValueError):
+            self.history = None  # not writable: stop trying for this run
 
     def read(self, prompt: str) -> str | None:
         """The next line (``None`` at the end of input). On Ctrl-C, raises
@@ -365,7 +407,10 @@ class _Prompt:
             # readline clears its buffer while unwinding a Ctrl-C: look at it before.
             previous = signal.signal(signal.SIGINT, self._interrupted)
         try:
-            return input(prompt)
+            line = input(prompt)
+            if line.strip():
+                self._save()
+            return line
         except EOFError:
             return None
         except KeyboardInterrupt:

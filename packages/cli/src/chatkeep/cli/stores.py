@@ -17,7 +17,6 @@ import contextvars
 import difflib
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from chatkeep.core import (
     ChatkeepError,
@@ -151,6 +150,16 @@ def check_url(choice: StoreChoice) -> None:
     )
 
 
+def _read_only_scheme(scheme: str) -> bool:
+    """Whether a URL of ``scheme`` takes ``mode=ro``: a backend of
+    :data:`READ_ONLY_SCHEMES`, or a wrapper around one (``encrypted+sqlite``)."""
+    if scheme in READ_ONLY_SCHEMES:
+        return True
+    head, plus, inner = scheme.partition("+")
+    wrappers = {s for info in backends().values() if info.wrapper for s in info.schemes}
+    return bool(plus) and head in wrappers and _read_only_scheme(inner)
+
+
 def _with_read_only(url: str) -> str:
     head, qmark, query = url.partition("?")
     pairs = [piece for piece in query.split("&") if piece] if qmark else []
@@ -159,34 +168,21 @@ def _with_read_only(url: str) -> str:
     return f"{head}?{'&'.join([*pairs, 'mode=ro'])}"
 
 
-def _sqlite_file(url: str) -> Path | None:
-    """The file of a ``sqlite://`` URL (``None`` for the in-memory forms)."""
-    from chatkeep.sqlite.config import MEMORY, parse_url
-
-    path, _ = parse_url(url)
-    return None if path == MEMORY else Path(path)
-
-
 def open_store_for(choice: StoreChoice, *, read_only: bool = False) -> Store:
     """Open the chosen store; ``read_only`` for commands that must never create or write.
 
     Raises :class:`BadStoreUrl` for a bare path or an unknown scheme, and, with
-    ``read_only``, :class:`StoreMissing` for a SQLite file that does not exist, or for
-    any backend's :class:`~chatkeep.core.StoreNotFound` (the core type, whichever backend
-    raises it: a file removed after the check, a wrapper's missing inner store).
+    ``read_only``, :class:`StoreMissing` for any backend's
+    :class:`~chatkeep.core.StoreNotFound` (the core type, whichever backend raises it: a
+    SQLite file that does not exist, a wrapper's missing inner store): the CLI knows no
+    backend's paths, a read-only handle never creates anything. ``read_only`` opens
+    SQLite and PostgreSQL, also inside a wrapper (``encrypted+sqlite://...``), with
+    ``mode=ro``.
     """
     _current.set(choice)
     check_url(choice)
     url = choice.url
-    scheme = _scheme(url)
-    if read_only and scheme in READ_ONLY_SCHEMES:
-        if scheme == "sqlite":
-            path = _sqlite_file(url)
-            if path is not None and not path.exists():
-                raise StoreMissing(
-                    f"no store at {redact_url(url)} (from {choice.source}): "
-                    f"{path.resolve()} does not exist (nothing was created)"
-                )
+    if read_only and _read_only_scheme(_scheme(url)):
         url = _with_read_only(url)
     try:
         return open_store(url)
@@ -194,5 +190,5 @@ def open_store_for(choice: StoreChoice, *, read_only: bool = False) -> Store:
         raise BadStoreUrl(f"{error} ({URL_EXAMPLES})") from None
     except StoreNotFound as error:
         raise StoreMissing(
-            f"no store at {redact_url(url)} (from {choice.source}): {error}"
+            f"no store at {redact_url(choice.url)} (from {choice.source}): {error}"
         ) from None

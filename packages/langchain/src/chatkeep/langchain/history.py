@@ -24,8 +24,14 @@ from chatkeep.core import (
     read_view,
 )
 from chatkeep.core.codec import MARKER
+from chatkeep.core.metadata import (
+    CountMark,
+    RunningCount,
+    read_view_counted,
+    tail_running_count,
+    utc_stamp,
+)
 from chatkeep.core.views import Checkpoint
-from chatkeep.core.views._control import utc_stamp
 
 from .convert import from_chatkeep, from_dict, to_chatkeep
 
@@ -78,6 +84,9 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
         self.max_messages = max_messages
         self._owns_store = store is None
         self._store: Store = store if store is not None else open_store(url)
+        # The running count the last read proved (chatkeep.core.metadata), for the mark the
+        # next add_messages writes; None when nothing proved it.
+        self._count: RunningCount | None = None
 
     @property
     def store(self) -> Store:
@@ -95,7 +104,8 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
         # The fast path: plain message records decoded straight to LangChain messages;
         # anything else (control records, tagged values, messages other chatkeep code
         # wrote, damage) goes through the view, which reports damage with its position.
-        records = _plain_tail(self._store, self.session_id, self.max_messages)
+        limit = self.max_messages
+        records = _plain_tail(self._store, self.session_id, limit)
         if records is not None:
             out = []
             for record in records:
@@ -104,8 +114,10 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
                     break
                 out.append(message)
             else:
+                whole = limit is None or len(records) < limit
+                self._count = tail_running_count(records, whole=whole)
                 return out
-        view = read_view(self._store, self.session_id, limit=self.max_messages)
+        view, self._count = read_view_counted(self._store, self.session_id, limit=limit)
         return [from_chatkeep(message) for message in view]
 
     async def aget_messages(self) -> list[BaseMessage]:
@@ -118,24 +130,34 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
         """Append ``messages`` in one atomic store append (``[]``: nothing). A message that
         cannot be stored (a non-JSON ``artifact``, say) raises ``EncodeError`` and nothing
         of the batch is stored."""
-        records = self._records(messages)
+        count, self._count = self._count, None
+        records = self._records(messages, count)
         if records:
             self._store.append(self.session_id, records)
+            self._count = None if count is None else count.extended(records)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async :meth:`add_messages`."""
-        records = self._records(messages)
+        count, self._count = self._count, None
+        records = self._records(messages, count)
         if records:
             await asyncio.to_thread(self._store.append, self.session_id, records)
+            self._count = None if count is None else count.extended(records)
 
-    def _records(self, messages: Sequence[BaseMessage]) -> list[Record]:
+    def _records(
+        self, messages: Sequence[BaseMessage], count: RunningCount | None = None
+    ) -> list[Record]:
         """The batch's records, each stamped with the time it is stored (the reserved
         ``chatkeep.stored_at`` key, taken out again on reading, so the messages read back
-        equal the ones added and ``chatkeep sessions list`` shows when they were)."""
+        equal the ones added and ``chatkeep sessions list`` shows when they were); with
+        ``count`` (what the last read proved), the last one carries the running count
+        under ``chatkeep.count``, as ``HistoryProvider`` writes it."""
         records = []
         stamp = utc_stamp()
-        for position, message in enumerate(messages):
-            converted = to_chatkeep(message, message_id=new_id())
+        converted_all = [to_chatkeep(message, message_id=new_id()) for message in messages]
+        if count is not None:
+            converted_all = count.mark(converted_all)
+        for position, converted in enumerate(converted_all):
             try:
                 (record,) = encode_records([converted], stored_at=stamp)
             except EncodeError as exc:
@@ -151,6 +173,7 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
         """Remove every message: erased from the store where it can ``delete`` (forks of
         the session keep their history), otherwise hidden from the view (the log keeps
         it)."""
+        self._count = None
         if self._store.supports("delete"):
             delete_session(self._store, self.session_id)
         else:
@@ -218,7 +241,8 @@ def _hide(store: Store, session_id: str) -> None:
         last = store.read(session_id, -1)
         if not last or not read_view(store, session_id, limit=1):
             return
-        record = Checkpoint(last[0].id, 0, []).to_record()
+        # An empty view: its running count is 0 (chatkeep.core.metadata).
+        record = Checkpoint(last[0].id, 0, []).to_record(CountMark(0, last[0].id, 1))
         if conditional:
             try:
                 store.append_if(session_id, [record], after=last[0].id)

@@ -12,8 +12,10 @@ exactly the view every other chatkeep reader sees.
 from __future__ import annotations
 
 from chatkeep.core import AppendConflict, Message, Record, Store, ViewError
+from chatkeep.core.metadata import CountMark
 from chatkeep.core.views import Checkpoint, Control, ViewBuilder, parse_entry
 from chatkeep.core.views._control import CHECKPOINT, RETRACT, control_record
+from chatkeep.core.views._count import tail_count_program
 from chatkeep.core.views._ops import view_program
 from chatkeep.core.views._program import Append, AppendIf, Program, Read
 from chatkeep.core.views._walk import walk_chain
@@ -93,9 +95,21 @@ def _pop_once(session_id: str, conditional: bool) -> Program[Message | None]:
     last = messages[-1]
     after = newest.newest_record_id
     stored = newest.stored_ids or set()
+    # The running count of the view after the record (chatkeep.core.metadata), when the
+    # read proved the count before it.
+    before = newest.verified_count() if newest.truncated else len(messages)
+    if before is None and newest.newest_mark is not None:
+        # The one-message walk stopped short of the mark's check: check it with a read.
+        proven = yield from tail_count_program(session_id)
+        if proven is not None and proven[1] == after:
+            before = proven[0]
     if last.message_id in stored and not newest.passed_checkpoint:
         # The usual case: one retract record; the view skips from it back to the message.
-        record = control_record(RETRACT, target=last.message_id)
+        if before is None or after is None:
+            record = control_record(RETRACT, target=last.message_id)
+        else:
+            count = CountMark(before - 1, after, 1).to_json()
+            record = control_record(RETRACT, target=last.message_id, count=count)
     else:
         # The newest message exists only in a compaction checkpoint, or lies behind one:
         # say what the view is now with a checkpoint of the view minus that message.
@@ -107,7 +121,7 @@ def _pop_once(session_id: str, conditional: bool) -> Program[Message | None]:
         last = whole.messages[-1]
         checkpoint = Checkpoint.between(whole.messages, whole.messages[:-1], whole.newest_record_id)
         assert checkpoint is not None
-        record = checkpoint.to_record()
+        record = checkpoint.to_record(CountMark(checkpoint.view_length, whole.newest_record_id, 1))
     if conditional:
         yield AppendIf(session_id, [record], after)
     else:
@@ -141,7 +155,10 @@ def hide_program(session_id: str, *, conditional: bool) -> Program[None]:
         read = yield from view_program(session_id, 1)
         if not read.messages or read.newest_record_id is None:
             return
-        record = Checkpoint(read.newest_record_id, 0, []).to_record()
+        # An empty view: its running count is 0 (chatkeep.core.metadata).
+        record = Checkpoint(read.newest_record_id, 0, []).to_record(
+            CountMark(0, read.newest_record_id, 1)
+        )
         if not conditional:
             # Without a conditional append a writer may land between the read and this
             # checkpoint, which then covers nothing (it is ignored): check, and go again.

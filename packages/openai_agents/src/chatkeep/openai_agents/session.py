@@ -15,16 +15,20 @@ from chatkeep.core import (
     Message,
     Record,
     Store,
-    aread_view,
     check_session_id,
     delete_session,
     encode_records,
     new_id,
     open_store,
-    read_view,
 )
 from chatkeep.core.codec import MARKER, parse_json
-from chatkeep.core.views._control import utc_stamp
+from chatkeep.core.metadata import (
+    RunningCount,
+    aread_view_counted,
+    read_view_counted,
+    tail_running_count,
+    utc_stamp,
+)
 from chatkeep.core.views._program import run
 
 from ._io import in_thread, native, session_lock, settled
@@ -72,6 +76,12 @@ def _items_of_records(records: Sequence[Record] | None) -> list[TResponseInputIt
             return None
         items.append(item)
     return cast(list[TResponseInputItem], items)
+
+
+def _tail_count(records: Sequence[Record], limit: int | None) -> RunningCount | None:
+    """The running count a plain tail read for ``limit`` items proves (see
+    :func:`chatkeep.core.metadata.tail_running_count`)."""
+    return tail_running_count(records, whole=limit is None or len(records) < limit)
 
 
 def _limit(explicit: int | None, settings: SessionSettings | None) -> int | None:
@@ -132,6 +142,9 @@ class ChatkeepSession:
         self._owns_store = store is None
         self._store: Store = store if store is not None else open_store(url)
         self._closed = False
+        # The running count the last read proved (chatkeep.core.metadata), for the mark the
+        # next add_items writes; None when nothing proved it.
+        self._count: RunningCount | None = None
 
     # -- properties ------------------------------------------------------------------------
 
@@ -166,13 +179,15 @@ class ChatkeepSession:
         self._check_open()
         if not items:
             return
-        records = self._records(items)
+        count, self._count = self._count, None
+        records = self._records(items, count)
         if native(self._store):
             await settled(self._store.aappend(self.session_id, records))
-            return
-        await settled(
-            in_thread(self._store, ("append",), self._store.append, self.session_id, records)
-        )
+        else:
+            await settled(
+                in_thread(self._store, ("append",), self._store.append, self.session_id, records)
+            )
+        self._count = None if count is None else count.extended(records)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest item from the history and return it (``None`` if empty).
@@ -182,6 +197,7 @@ class ChatkeepSession:
         pops never return the same item, whichever processes they run in.
         """
         self._check_open()
+        self._count = None
         message = await settled(in_thread(self._store, None, self._pop))
         if message is None:
             return None
@@ -192,6 +208,7 @@ class ChatkeepSession:
         """Remove every item of this session: erased from the store where it can
         ``delete`` (forks of it keep their history), otherwise hidden from the view."""
         self._check_open()
+        self._count = None
         await settled(in_thread(self._store, None, self._clear))
 
     # -- closing ---------------------------------------------------------------------------
@@ -231,29 +248,37 @@ class ChatkeepSession:
         """The same history as chatkeep messages (what ``chatkeep.core.read_view`` reads)."""
         self._check_open()
         if native(self._store):
-            return await aread_view(self._store, self.session_id, limit=limit)
+            messages, self._count = await aread_view_counted(
+                self._store, self.session_id, limit=limit
+            )
+            return messages
         return await in_thread(self._store, ("read",), self._read, limit)
 
     # -- the work, blocking or awaited --------------------------------------------------------
 
     def _read(self, count: int | None) -> list[Message]:
-        return read_view(self._store, self.session_id, limit=count)
+        messages, self._count = read_view_counted(self._store, self.session_id, limit=count)
+        return messages
 
     def _read_items(self, count: int | None) -> list[TResponseInputItem]:
         # The fast path: plain message records decoded straight to items (no Message
         # objects); anything else (control records, tagged values, messages other
         # chatkeep code wrote, damage) goes through the view, which reports damage.
-        items = _items_of_records(plain_tail(self._store, self.session_id, count))
-        if items is not None:
+        records = plain_tail(self._store, self.session_id, count)
+        items = _items_of_records(records)
+        if items is not None and records is not None:
+            self._count = _tail_count(records, count)
             return items
         return self._items(self._read(count), count)
 
     async def _aread_items(self, count: int | None) -> list[TResponseInputItem]:
         # _read_items awaited on the caller's loop (a store with loop-safe async hooks).
-        items = _items_of_records(await aplain_tail(self._store, self.session_id, count))
-        if items is not None:
+        records = await aplain_tail(self._store, self.session_id, count)
+        items = _items_of_records(records)
+        if items is not None and records is not None:
+            self._count = _tail_count(records, count)
             return items
-        messages = await aread_view(self._store, self.session_id, limit=count)
+        messages, self._count = await aread_view_counted(self._store, self.session_id, limit=count)
         return self._items(messages, count)
 
     @staticmethod
@@ -265,14 +290,20 @@ class ChatkeepSession:
             del items[:-count]  # a message not made from one item may stand for several
         return cast(list[TResponseInputItem], items)
 
-    def _records(self, items: Sequence[TResponseInputItem]) -> list[Record]:
+    def _records(
+        self, items: Sequence[TResponseInputItem], count: RunningCount | None = None
+    ) -> list[Record]:
         """The batch's records, each stamped with the time it is stored (the reserved
         ``chatkeep.stored_at`` key, taken out again on reading, so the items read back
-        are the ones added and ``chatkeep sessions list`` shows when they were)."""
+        are the ones added and ``chatkeep sessions list`` shows when they were); with
+        ``count`` (what the last read proved), the last one carries the running count
+        under ``chatkeep.count``, as ``HistoryProvider`` writes it."""
         records = []
         stamp = utc_stamp()
-        for position, item in enumerate(items):
-            message = item_to_message(cast(Any, item), message_id=new_id())
+        messages = [item_to_message(cast(Any, item), message_id=new_id()) for item in items]
+        if count is not None:
+            messages = count.mark(messages)
+        for position, message in enumerate(messages):
             try:
                 (record,) = encode_records([message], stored_at=stamp)
             except EncodeError as exc:

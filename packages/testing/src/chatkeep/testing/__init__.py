@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     )
     from .report import CapabilityResult, ConformanceReport, TestOutcome
     from .requirements import REQUIREMENTS, Requirement, needs
-    from .runner import run_conformance
+    from .runner import UnguardedMain, run_conformance
     from .settings import SuiteSettings
 
 #: The one list of public names: name -> the submodule defining it (loaded on first use).
@@ -97,6 +97,7 @@ _EXPORTS: dict[str, str] = {
     "Requirement": "requirements",
     "needs": "requirements",
     "run_conformance": "runner",
+    "UnguardedMain": "runner",
     "SuiteSettings": "settings",
     "AsyncApiTests": "mixins",
     "AtomicBatchTests": "mixins",

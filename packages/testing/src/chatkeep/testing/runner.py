@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -21,7 +23,70 @@ from .hooks import TEST_HOOKS
 from .report import ConformanceReport, TestOutcome
 from .requirements import defining_mixin, requirement_for
 
-__all__ = ["run_conformance"]
+__all__ = ["UnguardedMain", "run_conformance"]
+
+
+class UnguardedMain(RuntimeError):
+    """``run_conformance`` was called at the top level of a script without an
+    ``if __name__ == "__main__":`` guard. The suite's worker processes are ``spawn``-ed,
+    and each one imports the main script again: unguarded, every worker would run the
+    whole suite once more."""
+
+
+_GUARD_HELP = (
+    "the conformance suite's worker processes are spawned and import the main script "
+    'again: put the call under `if __name__ == "__main__":` (see the chatkeep-testing '
+    "README, Worker processes)"
+)
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    """Whether ``node`` is ``if __name__ == "__main__":`` (either way round)."""
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    test = node.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    mains = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return len(names) == 1 and len(mains) == 1
+
+
+def _unguarded_call_line(depth: int = 2) -> int | None:
+    """The line of the main script's top-level code that called us, if that call is not
+    inside an ``if __name__ == "__main__":`` block (nor a function or class); else
+    ``None`` (called from a function, an imported module, the REPL, ``python -c``)."""
+    frame = sys._getframe(depth)
+    if frame.f_code.co_name != "<module>" or frame.f_globals.get("__name__") != "__main__":
+        return None
+    path = frame.f_globals.get("__file__")
+    if not isinstance(path, str) or not os.path.isfile(path):
+        return None
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    line = frame.f_lineno
+    for node in tree.body:
+        end = getattr(node, "end_lineno", None) or node.lineno
+        if node.lineno <= line <= end:
+            return None if _is_main_guard(node) else line
+    return None
+
+
+def _check_main_guard() -> None:
+    """Raise :class:`UnguardedMain` for a call a spawned worker would repeat."""
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        # A spawned worker importing the unguarded script: stop it here, before it runs.
+        raise UnguardedMain(f"run_conformance was called while a worker started: {_GUARD_HELP}")
+    line = _unguarded_call_line(depth=3)
+    if line is not None:
+        raise UnguardedMain(
+            f"run_conformance is called at the top level of the main script (line {line}) "
+            f"without a guard: {_GUARD_HELP}"
+        )
+
 
 _HERE = Path(__file__).resolve().parent
 _HYPOTHESIS_STORAGE = "HYPOTHESIS_STORAGE_DIRECTORY"
@@ -197,7 +262,12 @@ def run_conformance(
         report = run_conformance("sqlite:///tmp/c.db")
         print(report.format())
         assert report.ok, report.level
+
+    Called at the top level of a script outside an ``if __name__ == "__main__":`` block it
+    raises :class:`UnguardedMain` before running anything (the suite's ``spawn``-ed worker
+    processes import the main script again and would each run the suite once more).
     """
+    _check_main_guard()
     clean_sys_path()
     shown_url = redact_url(url)
     try:

@@ -8,12 +8,19 @@ normalization on file systems, control characters in line-based protocols.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chatkeep.core import Store
+
 __all__ = [
     "BINARY_PAYLOADS",
     "HOSTILE_ID_FRAGMENTS",
     "HOSTILE_RECORD_IDS",
     "INVALID_SESSION_IDS",
     "LITERAL_PREFIX_CHARACTERS",
+    "fill_controlled_conversation",
 ]
 
 HOSTILE_ID_FRAGMENTS: tuple[str, ...] = (
@@ -167,3 +174,30 @@ BINARY_PAYLOADS: tuple[bytes, ...] = (
 #: Characters that are wildcards or escapes in some query language and must be literal in
 #: a ``list_sessions`` prefix.
 LITERAL_PREFIX_CHARACTERS: tuple[str, ...] = ("%", "_", "*", "?", "[", "]", "\\", "^", ".")
+
+
+def fill_controlled_conversation(
+    store: Store,
+    questions: Sequence[str],
+    *,
+    session_id: str = "chat",
+    fork_id: str = "branch",
+    fork_question: str = "Bergen?",
+    keep: int = 1,
+) -> None:
+    """Write a conversation whose logs hold every kind of control record (for transfer and
+    migration tests): one user/assistant turn per question in ``session_id``, a fork
+    ``fork_id`` of it with one more user message, an undo of the last turn, then a
+    compaction checkpoint keeping the last ``keep`` messages of the view."""
+    from chatkeep.core import Message, compact, encode_records, fork, new_id, undo
+
+    for text in questions:
+        turn = [
+            Message.user(text, message_id=new_id()),
+            Message.assistant("ok: " + text, message_id=new_id()),
+        ]
+        store.append(session_id, encode_records(turn))
+    fork(store, session_id, new_session_id=fork_id)
+    store.append(fork_id, encode_records([Message.user(fork_question, message_id=new_id())]))
+    undo(store, session_id)
+    compact(store, session_id, lambda messages: messages[-keep:])

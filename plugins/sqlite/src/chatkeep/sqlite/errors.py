@@ -7,6 +7,8 @@ imported it from this module.
 
 from __future__ import annotations
 
+import os
+
 from chatkeep.core.errors import ChatkeepError, InvalidOption, StoreNotFound, StoreUnavailable
 from chatkeep.core.errors import ReadOnlyStore as CoreReadOnlyStore
 
@@ -56,13 +58,14 @@ class DatabaseNotFound(StoreNotFound, FileNotFoundError):
     """``mode=ro`` or ``mode=rw`` was asked for a file that does not exist (neither mode
     ever creates one). A :class:`chatkeep.core.StoreNotFound` (so a
     :class:`chatkeep.core.StoreUnavailable`) and a :class:`FileNotFoundError`; the message
-    names the path."""
+    names the path, made absolute (a relative one is relative to the working directory)."""
 
     def __init__(self, path: str, mode: str) -> None:
         self.path = path
         self.mode = mode
+        shown = os.path.abspath(path) if path and not path.startswith("file:") else path
         super().__init__(
-            f"SQLite database {path!r} does not exist (mode={mode} never creates it); "
+            f"SQLite database {shown!r} does not exist (mode={mode} never creates it); "
             "check the path, or open it without mode= to create it"
         )
 

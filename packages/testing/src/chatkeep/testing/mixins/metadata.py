@@ -134,10 +134,6 @@ class SessionMetadataTests(ConformanceBase):
         exact = describe_session(chatkeep_store, session_id, exact=True)
         assert (exact.messages, exact.messages_exact) == (total, True)
 
-
-def _prefix() -> str:
-    return f"ck-meta-{uuid.uuid4().hex}-"
-
     def test_a_running_count_counts_a_long_session_in_two_small_reads(
         self, chatkeep_store: Store
     ) -> None:
@@ -164,6 +160,38 @@ def _prefix() -> str:
         # Head, tail and the running count's check: no walk.
         assert counting.returned <= HEAD + 1 + 2, counting.returned
         assert info.messages == len(read_view(chatkeep_store, session_id))
+
+    def test_undo_fork_and_checkpoints_keep_the_running_count(self, chatkeep_store: Store) -> None:
+        session_id = new_session_id("meta-control")
+        total = COUNT_WALK + 50
+        messages = [Message.user(f"m{n}", message_id=f"m{n:05d}") for n in range(total)]
+        chatkeep_store.append(session_id, encode_records(messages, stored_at="2026-01-01"))
+        _turns(chatkeep_store, session_id, "proves the count", "and goes on")
+
+        def counted(name: str) -> int:
+            counting = _CountingReads(chatkeep_store)
+            info = describe_session(Store(counting), name)
+            assert info.messages_exact, f"{name}: the count fell back to the walk"
+            assert counting.returned <= 2 * HEAD + 1 + 2, counting.returned  # no walk
+            assert info.messages == len(read_view(chatkeep_store, name))
+            return info.messages
+
+        undo(chatkeep_store, session_id)  # the retract carries the count after it
+        assert counted(session_id) == total + 2
+        child = fork(chatkeep_store, session_id, new_session_id=new_session_id("meta-child"))
+        assert counted(child) == total + 2  # the fork record: the parent's count
+        assert counted(session_id) == total + 2  # the parent's registration: its own
+        compact(chatkeep_store, child, lambda view: view[-(COUNT_WALK + 10) :])
+        assert counted(child) == COUNT_WALK + 10  # the checkpoint: its keep
+        # Another writer after a mark: the count falls back, never wrong.
+        chatkeep_store.append(child, encode_records([Message.user("raw", message_id=new_id())]))
+        info = describe_session(chatkeep_store, child)
+        assert info.messages <= len(read_view(chatkeep_store, child))
+        assert not info.messages_exact or info.messages == COUNT_WALK + 11
+
+
+def _prefix() -> str:
+    return f"ck-meta-{uuid.uuid4().hex}-"
 
 
 class SessionListingTests(ConformanceBase):
