@@ -58,12 +58,17 @@ class OneByOne:
 
 def one_by_one(
     session: str, limit: int | None
-) -> Program[tuple[list[Message], frozenset[str], int | None]]:
+) -> Program[tuple[list[Message], frozenset[str], int | None, frozenset[str]]]:
     builder = ViewBuilder(limit, track_stored=True)
     yield from walk_chain(OneByOne(builder), session)  # type: ignore[arg-type]
     messages = builder.finish()
     count = builder.verified_count() if builder.truncated else len(messages)
-    return messages, frozenset(builder.stored_ids or ()), count
+    return (
+        messages,
+        frozenset(builder.stored_ids or ()),
+        count,
+        frozenset(builder.uncompacted_ids or ()),
+    )
 
 
 steps = st.lists(
@@ -129,11 +134,12 @@ def test_batch_feed_matches_feeding_one_by_one(plan: list[tuple[str, int]]) -> N
     records = store.read("s")
     for limit in (None, 0, 1, 2, 3, 7, 50):
         read = run(store, view_program("s", limit, track_stored=True))
-        messages, stored, count = run(store, one_by_one("s", limit))
+        messages, stored, count, uncompacted = run(store, one_by_one("s", limit))
         assert read.messages == messages
         assert build_view("s", records, limit=limit) == messages
         assert read.stored_ids == stored
         assert read.count == count
+        assert read.uncompacted_ids == uncompacted
         assert read_view(store, "s", limit=limit) == messages
 
 

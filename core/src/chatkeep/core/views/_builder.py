@@ -182,6 +182,7 @@ class ViewBuilder:
         out = self._out
         trail = self._trail
         stored = self.stored_ids
+        uncompacted = self.uncompacted_ids
         index = len(records) - 1
         while index >= 0:
             record = records[index]
@@ -217,6 +218,8 @@ class ViewBuilder:
                         properties.pop(COUNT_KEY, None)
                     if stored is not None:
                         stored.add(record_id)
+                        if not self._checkpoint_fed and uncompacted is not None:
+                            uncompacted.add(record_id)
                     if len(out) + 1 < self._frames[-1].floor:
                         out.append(message)
                     elif not self._push(message):
