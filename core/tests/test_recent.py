@@ -233,3 +233,34 @@ def test_recent_page_is_one_backend_call(counting_store: MakeStore) -> None:
     assert [n for n, _ in async_store.recent_page(None, None, 5)] == ["s0001", "s0000"]
     assert [n for n, _ in asyncio.run(async_store.arecent_page(None, None, 1))] == ["s0001"]
     async_store.close()
+
+
+class _CopiesCapabilities:
+    """A wrapper written before ``recent`` existed: it copies its inner store's capabilities
+    but forwards only the hooks it knows."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        self.inner = inner
+        self.capabilities = inner.capabilities - {"conditional"}
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        return self.inner.read(session_id, start, stop)
+
+    def append(self, session_id: str, records: list[Record]) -> None:
+        self.inner.append(session_id, records)
+
+    def list_sessions(self, prefix: str | None = None) -> object:
+        return self.inner.list_sessions(prefix)
+
+
+def test_recent_declared_without_its_hook_is_dropped_and_the_listing_falls_back() -> None:
+    inner = MemoryStore()
+    assert RECENT in inner.capabilities
+    store = Store(_CopiesCapabilities(inner))
+    assert not store.supports(RECENT)
+    with pytest.raises(CapabilityMissing):
+        store.recent_sessions()
+    for name in ("older", "newer"):
+        chat(HistoryProvider(store), name, ("hello", "hi"))
+        time.sleep(0.002)  # distinct storage times, whatever the clock's resolution
+    assert [info.id for info in list_session_infos(store)] == ["newer", "older"]

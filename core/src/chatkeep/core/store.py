@@ -92,7 +92,9 @@ NAMESPACE: Final = "namespace"
 #: by session id descending; only pairs after the keyset cursor ``before`` (an earlier
 #: page's last pair; ``None``: from the newest); only live sessions (deleted and expired
 #: ones never); ``prefix`` filters ids as ``list_sessions`` does. Read through
-#: :meth:`Store.recent_sessions`.
+#: :meth:`Store.recent_sessions`. A backend that declares ``recent`` without the hook (a
+#: wrapper copying its inner store's capabilities, say) is opened without it: the index
+#: only speeds up a listing that works without it, so such a store lists by the fallback.
 RECENT: Final = "recent"
 
 #: Every optional capability a backend may declare.
@@ -191,6 +193,9 @@ class Store:
         if capabilities is None:
             capabilities = getattr(backend, "capabilities", ())
         self.capabilities: frozenset[str] = frozenset(capabilities)
+        if RECENT in self.capabilities and _split(backend, "recent_sessions") == (None, None):
+            # See RECENT: declared without its hook, it is dropped, not an error at listing.
+            self.capabilities -= {RECENT}
         self.name: str = name or type(backend).__name__
         self.url: str | None = redact_url(url) if url else None
         self._backend = backend
