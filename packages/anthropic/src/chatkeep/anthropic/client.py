@@ -102,9 +102,10 @@ class AnthropicChatClient:
     def sdk(self) -> Any:
         """The ``anthropic.AsyncAnthropic`` client for the running event loop.
 
-        A connection pool belongs to the event loop that opened it, and ``Agent.run_sync``
-        runs each turn in a new loop: a client this object built is rebuilt when the loop
-        changes (a client passed in is always used as is).
+        A connection pool belongs to the event loop that opened it, and one object may serve
+        several loops (``asyncio.run`` per call; ``Agent.run_sync`` keeps one loop per
+        thread): a client this object built is rebuilt when the loop changes (a client
+        passed in is always used as is).
         """
         if self._given is not None:
             return self._given

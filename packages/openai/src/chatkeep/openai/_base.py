@@ -67,9 +67,10 @@ class OpenAIClientBase:
     async def sdk(self) -> openai.AsyncOpenAI:
         """The ``AsyncOpenAI`` client for the running event loop.
 
-        An HTTP connection pool belongs to the event loop that opened it, and
-        ``Agent.run_sync`` runs each turn in a new loop; so a client this object built is
-        rebuilt when the loop changes (a client you passed in is always used as is).
+        An HTTP connection pool belongs to the event loop that opened it, and one object may
+        serve several loops (``asyncio.run`` per call; ``Agent.run_sync`` keeps one loop per
+        thread); so a client this object built is rebuilt when the loop changes (a client
+        you passed in is always used as is).
         """
         if self._given is not None:
             return self._given
