@@ -153,6 +153,7 @@ def test_module_runner_reports_full(venv_python: Path, tmp_path: Path) -> None:
         "ttl": "not declared",
         "conditional": "not declared",
         "namespace": "not declared",
+        "recent": "not declared",
         "views": "pass",
         "lifecycle": "pass",
         "damage": "not provided",
