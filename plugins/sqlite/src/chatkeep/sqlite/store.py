@@ -660,13 +660,10 @@ class SQLiteStore:
         between items and the iterator may be resumed from any thread.
         """
         tenant = self._tenant
-        lower = tenant + (prefix or "")
-        upper = prefix_successor(lower) if lower else None
-        if prefix:
-            try:
-                prefix.encode("utf-8")
-            except UnicodeEncodeError:
-                return  # a lone surrogate: no valid session id starts with it
+        bounds = self._key_range(prefix)
+        if bounds is None:
+            return
+        lower, upper = bounds
         inclusive = True
         while True:
             page = self._list_page(lower, inclusive, upper)
@@ -677,6 +674,18 @@ class SQLiteStore:
             if len(page) < _LIST_PAGE:
                 return
             lower, inclusive = page[-1], False
+
+    def _key_range(self, prefix: str | None) -> tuple[str, str | None] | None:
+        """The stored keys (tenant + session id) that ``prefix`` selects, as ``(lower,
+        upper)`` (``upper`` exclusive, ``None``: no bound); ``None`` when no valid session
+        id can start with ``prefix`` (a lone surrogate)."""
+        lower = self._tenant + (prefix or "")
+        if prefix:
+            try:
+                prefix.encode("utf-8")
+            except UnicodeEncodeError:
+                return None
+        return lower, prefix_successor(lower) if lower else None
 
     def _list_page(self, lower: str, inclusive: bool, upper: str | None) -> list[str]:
         self._check_open()
@@ -702,13 +711,10 @@ class SQLiteStore:
         session's last append that stored a record.
         """
         tenant = self._tenant
-        lower = tenant + (prefix or "")
-        upper = prefix_successor(lower) if lower else None
-        if prefix:
-            try:
-                prefix.encode("utf-8")
-            except UnicodeEncodeError:
-                return []  # a lone surrogate: no valid session id starts with it
+        bounds = self._key_range(prefix)
+        if bounds is None:
+            return []
+        lower, upper = bounds
         cursor = (float("inf"), "") if before is None else (before[0], tenant + before[1])
         found: list[tuple[str, float]] = []
         while len(found) < limit:
