@@ -33,7 +33,12 @@ from chatkeep.core import (
     message_from_dict,
     message_to_dict,
 )
-from chatkeep.core.codec import MARKER, content_from_dict, content_to_dict
+from chatkeep.core.codec import (
+    MARKER,
+    content_from_dict,
+    content_to_dict,
+    encode_message_adding,
+)
 
 KNOWN_TYPES = {"text", "function_call", "function_result", "data", "uri", "text_reasoning"}
 ZONES = ["Europe/Oslo", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe", "UTC"]
@@ -775,3 +780,34 @@ def test_deeply_nested_input_raises_value_error_not_recursion_error() -> None:
     data += b"[" * depth + b"]" * depth + b"}}"
     with pytest.raises(ValueError):
         decode_message(data)
+
+
+@given(
+    messages,
+    st.sampled_from(
+        [
+            {},
+            {"chatkeep.stored_at": "2026-12-01T00:00:00.000000Z"},
+            {"chatkeep.count": {"n": 3, "after": None, "k": 1}, "chatkeep.stored_at": "t"},
+            {MARKER: "a tag key", "x": 1},
+        ]
+    ),
+)
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+def test_encoding_with_added_properties_is_encoding_a_copy_that_has_them(
+    message: Message, added: dict[str, Any]
+) -> None:
+    keys_before = list(message.additional_properties)
+    copy = dataclasses.replace(
+        message, additional_properties={**message.additional_properties, **added}
+    )
+    try:
+        expected: bytes | type[Exception] = encode_message(copy)
+    except EncodeError:
+        expected = EncodeError
+    if expected is EncodeError:
+        with pytest.raises(EncodeError):
+            encode_message_adding(message, added)
+    else:
+        assert encode_message_adding(message, added) == expected
+    assert list(message.additional_properties) == keys_before  # the message is not changed

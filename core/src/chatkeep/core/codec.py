@@ -63,6 +63,7 @@ __all__ = [
     "content_to_dict",
     "decode_message",
     "encode_message",
+    "encode_message_adding",
     "message_from_dict",
     "message_to_dict",
     "parse_json",
@@ -671,6 +672,38 @@ def encode_message(message: Message) -> bytes:
     :class:`~chatkeep.core.errors.EncodeError` for values that would not round-trip."""
     try:
         return _dumps(message_to_dict(message)).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, EncodeError):
+            raise
+        raise EncodeError(f"message cannot be encoded: {exc}") from exc
+    except RecursionError:
+        raise EncodeError("message nested too deeply to encode") from None
+
+
+def encode_message_adding(message: Message, added: Mapping[str, Any]) -> bytes:
+    """:func:`encode_message` of ``message`` with ``added`` merged into its
+    ``additional_properties`` (as ``{**properties, **added}``: a key it already has keeps its
+    place and takes the new value), without copying the message: the same bytes as
+    encoding such a copy. ``added`` holds plain JSON values (the core's storage time and
+    running count)."""
+    if not added:
+        return encode_message(message)
+    properties = message.additional_properties
+    if MARKER in properties or MARKER in added:  # the packed form is a tag: take the long way
+        return encode_message(
+            Message(
+                message.role,
+                message.contents,
+                message.author_name,
+                message.message_id,
+                {**properties, **added},
+                message.extra,
+            )
+        )
+    try:
+        out = message_to_dict(message)
+        out["additional_properties"].update(added)  # a dict of its own (packed or new)
+        return _dumps(out).encode("utf-8")
     except (TypeError, ValueError) as exc:
         if isinstance(exc, EncodeError):
             raise
