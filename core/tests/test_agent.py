@@ -225,9 +225,17 @@ def test_max_messages_tail_load_through_the_agent(counting_store: MakeStore) -> 
         agent.run_sync(f"q{i}", session)
     assert len(store.read(session.session_id)) == 12
     backend.reads.clear()
-    answer = agent.run_sync("last", session)
+    # A session resumed by id reads the window of four, nothing more.
+    resumed = AgentSession(session.session_id)
+    answer = agent.run_sync("last", resumed)
     assert answer.text.startswith("[seen 5]")
     assert backend.reads == [(session.session_id, -4, None, 4)]
+    # The session kept since: a tail read of the last turn and the record before it
+    # proves its cached window current.
+    backend.reads.clear()
+    answer = agent.run_sync("again", resumed)
+    assert answer.text.startswith("[seen 5]")
+    assert backend.reads == [(session.session_id, -3, None, 3)]
 
 
 # -- service-managed history ------------------------------------------------------------------

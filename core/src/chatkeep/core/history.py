@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .codec import encode_message, message_to_dict
+from .codec import decode_message, encode_message_adding, message_to_dict
 from .errors import CorruptRecord, RecordConflict
 from .ids import new_id
 from .messages import ATTRIBUTION_KEY, Message, MessageSource
@@ -32,7 +32,14 @@ from .reducers import Reducer, ReducerTrigger, apply_reducer, drop_orphan_result
 from .session import AgentSession, ProviderSessionState
 from .store import Store
 from .views import CORRUPT, Checkpoint, build_view, decode_log
-from .views._control import CONTROL_PREFIX, COUNT_KEY, STORED_AT_KEY, CountMark, utc_stamp
+from .views._control import (
+    CONTROL_PREFIX,
+    COUNT_KEY,
+    STORED_AT_KEY,
+    CountMark,
+    _take_stamp,
+    utc_stamp,
+)
 from .views._ops import view_program
 from .views._program import arun
 
@@ -141,15 +148,29 @@ def encode_records(messages: Iterable[Message], *, stored_at: str | None = None)
     the message already has one there; the messages themselves are not changed, and reading
     the records back takes the key out again.
     """
+    return _encode(messages, stored_at, None)
+
+
+def _encode(
+    messages: Iterable[Message], stored_at: str | None, count: dict[str, Any] | None
+) -> list[Record]:
+    """:func:`encode_records`, with ``count`` (a running count's JSON) in the last
+    message's properties under :data:`COUNT_KEY` (before the storage time)."""
+    stamp = {} if stored_at is None else {STORED_AT_KEY: stored_at}
     records = []
-    for message in messages:
+    listed = list(messages)
+    last = len(listed) - 1
+    for index, message in enumerate(listed):
         record_id = message.message_id
         if record_id is None:
             raise ValueError("a message needs a message_id before it is stored")
-        if stored_at is not None and STORED_AT_KEY not in message.additional_properties:
-            properties = {**message.additional_properties, STORED_AT_KEY: stored_at}
-            message = replace(message, additional_properties=properties)
-        records.append(Record(record_id, encode_message(message)))
+        added: dict[str, Any] = {}
+        properties = message.additional_properties
+        if count is not None and index == last:
+            added[COUNT_KEY] = count
+        if stamp and STORED_AT_KEY not in properties:
+            added.update(stamp)
+        records.append(Record(record_id, encode_message_adding(message, added)))
     return records
 
 
@@ -208,6 +229,83 @@ def _tag_fresh(messages: list[Message], source_id: str) -> list[Message]:
     return messages
 
 
+def _tagged_copies(messages: Sequence[Message], source_id: str) -> list[Message]:
+    """``[m.tagged(CHAT_HISTORY, source_id) for m in messages]``, cheaper for Message
+    itself (the fields were checked when the originals were made)."""
+    attribution = {"source_id": source_id, "source_type": _HISTORY}
+    new = object.__new__
+    out: list[Message] = []
+    for message in messages:
+        if type(message) is not Message:
+            out.append(message.tagged(MessageSource.CHAT_HISTORY, source_id))
+            continue
+        properties = dict(message.additional_properties)
+        properties[ATTRIBUTION_KEY] = dict(attribution)
+        copy: Message = new(Message)
+        copy.role = message.role
+        copy.contents = list(message.contents)
+        copy.author_name = message.author_name
+        copy.message_id = message.message_id
+        copy.additional_properties = properties
+        copy.extra = message.extra
+        out.append(copy)
+    return out
+
+
+@dataclass(slots=True, eq=False)
+class _Window:
+    """A provider's decoded window of one session, kept in the session object (this
+    process only) so that a warm turn reads a few records instead of decoding the window.
+
+    ``messages`` is the view's last ``limit`` messages (all when ``None``), orphan results
+    not dropped, exactly as a cold read decodes them, when the log's newest record is
+    ``tail_id`` (``None``: the log was empty). It is trusted only after a tail read of
+    ``batch + 1`` records shows that record (with ``tail_data``, when known) and, before
+    the ``batch`` records this provider appended last, ``before``: then no other writer
+    appended, undid, compacted or deleted since (the log only grows, so an unchanged tail
+    means an unchanged view), and none slipped a record in between the read and the
+    append. Anything else, and the view is read again."""
+
+    store: Store
+    limit: int | None
+    messages: list[Message]
+    count: int | None
+    tail_id: str | None
+    tail_data: bytes | None = None
+    before: str | None = None
+    batch: int = 0
+
+    def matches(self, tail: Sequence[Record]) -> bool:
+        """Whether ``tail`` (the log's last ``batch + 1`` records) is what this window
+        was built on."""
+        if not tail:
+            return self.tail_id is None and self.batch == 0
+        last = tail[-1]
+        if last.id != self.tail_id or (self.tail_data is not None and last.data != self.tail_data):
+            return False
+        if self.batch == 0:
+            return True
+        if self.before is None:
+            return len(tail) == self.batch
+        return len(tail) == self.batch + 1 and tail[0].id == self.before
+
+    def extend(self, records: Sequence[Record], count: int | None) -> None:
+        """Take in ``records`` (message records just appended after ``tail_id``, in one
+        batch), decoded as a read would decode them."""
+        added = []
+        for record in records:
+            message = decode_message(record.data)
+            _take_stamp(message)
+            added.append(message)
+        messages = self.messages + added
+        if self.limit is not None and len(messages) > self.limit:
+            messages = messages[-self.limit :]
+        self.messages = messages
+        self.count = count
+        self.before, self.batch = self.tail_id, len(records)
+        self.tail_id, self.tail_data = records[-1].id, records[-1].data
+
+
 class HistoryProvider:
     """Keeps a session's history in a store.
 
@@ -223,6 +321,15 @@ class HistoryProvider:
     ``output_filter`` (loaded history, default: all), ``request_filter`` (request messages
     to store, default: not history, not context unless ``store_context_messages``) and
     ``response_filter`` (response messages to store, default: all).
+
+    ``cache_view`` (default ``True``): keep the decoded window in the
+    :class:`~chatkeep.core.AgentSession` object between turns (in this process; never
+    serialized). A warm turn then reads only the log's last few records to prove nothing
+    changed (another writer's append, undo, compaction or delete all show there) and
+    decodes nothing; otherwise the view is read as usual. Used only on the default path
+    (no reducer, no output filter, :meth:`load` and :meth:`save` not overridden). The
+    loaded messages are copies either way, but their content objects are shared with the
+    cache: replace a content rather than editing it in place, or pass ``cache_view=False``.
     """
 
     DEFAULT_SOURCE_ID = "chat_history"
@@ -242,6 +349,7 @@ class HistoryProvider:
         output_filter: MessageFilter | None = None,
         request_filter: MessageFilter | None = None,
         response_filter: MessageFilter | None = None,
+        cache_view: bool = True,
     ) -> None:
         if max_messages is not None and (type(max_messages) is not int or max_messages < 1):
             raise ValueError("max_messages must be a positive int or None")
@@ -258,6 +366,7 @@ class HistoryProvider:
         self.output_filter = output_filter or _keep_all
         self.request_filter = request_filter or _keep_request(store_context_messages)
         self.response_filter = response_filter or _keep_all
+        self.cache_view = cache_view
         # What was loaded for the run in progress lives in the session, not in this object:
         # the ids (to drop them when storing) and, when the reducer runs after messages
         # are added, the view itself (the reducer's input is that view plus the new turn).
@@ -301,12 +410,50 @@ class HistoryProvider:
         kept in the session for :meth:`save`'s running count."""
         limit = self.load_limit
         read = await arun(self.store, view_program(session.session_id, limit))
-        if read.count is None:
-            self._loaded_count.clear(session)
-        else:
-            self._loaded_count.save(session, {"n": read.count, "after": read.newest_record_id})
+        self._prove_count(session, read.count, read.newest_record_id)
         messages = read.messages
         return messages if limit is None else drop_orphan_results(messages)
+
+    def _prove_count(self, session: AgentSession, count: int | None, newest: str | None) -> None:
+        if count is None:
+            self._loaded_count.clear(session)
+        else:
+            self._loaded_count.save(session, {"n": count, "after": newest})
+
+    @property
+    def _cache_key(self) -> str:
+        return f"{self.source_id}.window"
+
+    def _caches(self) -> bool:
+        """Whether this provider keeps the session's window (see ``cache_view``)."""
+        cls = type(self)
+        return (
+            self.cache_view
+            and cls.load is HistoryProvider.load
+            and cls.save is HistoryProvider.save
+            and self.reducer is None
+            and self.output_filter is _keep_all
+        )
+
+    async def _load_window(self, session: AgentSession) -> list[Message]:
+        """:meth:`load` through the session's window cache: the view's window with orphan
+        results not yet dropped. The returned messages are the cache's own: copy them."""
+        limit = self.load_limit
+        store = self.store
+        local = session._local
+        window: _Window | None = local.get(self._cache_key)
+        if window is not None and window.store is store and window.limit == limit:
+            tail = await store.aread(session.session_id, -(window.batch + 1))
+            if window.matches(tail):
+                self._prove_count(session, window.count, window.tail_id)
+                return window.messages
+        local.pop(self._cache_key, None)
+        read = await arun(store, view_program(session.session_id, limit))
+        self._prove_count(session, read.count, read.newest_record_id)
+        local[self._cache_key] = _Window(
+            store, limit, read.messages, read.count, read.newest_record_id
+        )
+        return read.messages
 
     def _count_mark(self, session: AgentSession, messages: int, records: int) -> CountMark | None:
         """The running count for a batch of ``records`` records (``messages`` of them
@@ -342,17 +489,16 @@ class HistoryProvider:
         """
         batch = len(messages) + (checkpoint is not None)
         mark = self._count_mark(session, len(messages), batch)
-        if mark is not None and messages and checkpoint is None:
-            last = messages[-1]
-            properties = {**last.additional_properties, COUNT_KEY: mark.to_json()}
-            messages = [*messages[:-1], replace(last, additional_properties=properties)]
-        records = encode_records(messages, stored_at=utc_stamp())
+        count = mark.to_json() if mark is not None and checkpoint is None else None
+        records = _encode(messages, utc_stamp(), count)
         if checkpoint is not None:
             # The view after a checkpoint is its messages and the ``keep`` it keeps, so the
             # batch's count is known whatever the count before it; the chain (``after``)
             # still needs the last load's proof that nothing came in between.
-            count = None if mark is None else replace(mark, n=checkpoint.view_length)
-            records.append(checkpoint.to_record(count))
+            after = None if mark is None else replace(mark, n=checkpoint.view_length)
+            records.append(checkpoint.to_record(after))
+        local = session._local
+        window: _Window | None = local.pop(self._cache_key, None)
         try:
             await self.store.aappend(session.session_id, records)
         except RecordConflict:
@@ -360,6 +506,12 @@ class HistoryProvider:
             # sees the same ids with other bytes. That is still an exact retry: a no-op.
             if not await already_stored(self.store, session.session_id, records):
                 raise
+            return
+        if window is not None and checkpoint is None and window.store is self.store:
+            # Only what this batch adds to the view; the next load checks that it landed
+            # right after the window's tail.
+            window.extend(records, None if mark is None else mark.n)
+            local[self._cache_key] = window
 
     # -- the lifecycle ----------------------------------------------------------------------
 
@@ -370,7 +522,15 @@ class HistoryProvider:
         self._loaded_count.clear(session)
         if not self.load_messages:
             self._loaded.clear(session)
+            session._local.pop(self._cache_key, None)  # what is saved now extends no window
             return list(request_messages)
+        if self._caches():
+            window = await self._load_window(session)
+            limit = self.load_limit
+            shown = window if limit is None else drop_orphan_results(window)
+            self._loaded.save(session, [m.message_id for m in shown if m.message_id])
+            return _tagged_copies(shown, self.source_id) + list(request_messages)
+        session._local.pop(self._cache_key, None)
         history = await self.load(session)
         self._loaded.save(session, [m.message_id for m in history if m.message_id])
         if self.reducer is not None:

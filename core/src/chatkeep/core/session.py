@@ -351,7 +351,7 @@ class AgentSession:
     ``AgentSession("chat-42")`` resumes the conversation stored under that id.
     """
 
-    __slots__ = ("conversation_id", "session_id", "state")
+    __slots__ = ("_local", "conversation_id", "session_id", "state")
 
     def __init__(
         self,
@@ -365,6 +365,9 @@ class AgentSession:
         self.session_id: str = new_id() if session_id is None else check_session_id(session_id)
         self.conversation_id: str | None = conversation_id
         self.state: StateBag = state if state is not None else StateBag()
+        # What providers cache for this process only (HistoryProvider's decoded window):
+        # never serialized, never copied; a deserialized session starts without it.
+        self._local: dict[str, Any] = {}
 
     def get_service(self, service_type: type[T], key: str | None = None) -> T | None:
         """An object of ``service_type`` the session holds, or ``None``.
