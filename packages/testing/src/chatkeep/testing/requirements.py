@@ -88,6 +88,8 @@ REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType(
         "SharedStoreTests": needs("shared"),
         "CrossHandleTests": needs("shared"),
         "CrossHandleDeleteTests": needs("shared", "delete"),
+        "KeptSessionTests": needs("shared"),
+        "KeptSessionDeleteTests": needs("shared", "delete"),
         "ProcessOrderTests": needs("shared"),
         "CrossProcessRetryTests": needs("shared"),
         "DurabilityTests": needs("durable"),

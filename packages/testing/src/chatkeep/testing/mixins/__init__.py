@@ -16,6 +16,7 @@ from .hooked import DamageTests, DurabilityClaimTests, ErasureTests
 from .idempotency import RecordIdempotencyTests
 from .ids import HostileIdListingTests, HostileIdTests, InvalidIdTests
 from .isolation import MutationSafetyTests
+from .kept import KeptSessionDeleteTests, KeptSessionTests
 from .listing import ListSessionsTests
 from .metadata import SessionListingTests, SessionMetadataTests
 from .model import ModelTests
@@ -71,6 +72,8 @@ __all__ = [
     "HostileIdListingTests",
     "HostileIdTests",
     "InvalidIdTests",
+    "KeptSessionDeleteTests",
+    "KeptSessionTests",
     "LifecycleTests",
     "ListSessionsTests",
     "ListingPagesTests",
