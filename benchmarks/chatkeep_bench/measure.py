@@ -135,6 +135,9 @@ class Runner:
             self.guard(
                 variant, f"fill {length}", lambda: self.call(variant.fill(session_id, length))
             )
+            prepare = getattr(variant, "prepare", None)
+            if prepare is not None:  # unmeasured set-up of a filled session (see variants)
+                self.guard(variant, f"prepare {length}", lambda: self.call(prepare(session_id)))
             state.filled.add(slot)
         return session_id
 

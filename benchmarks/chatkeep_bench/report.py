@@ -294,7 +294,11 @@ ADAPTER_PAIRS = [
     ("redis", "MAF ChatkeepHistoryProvider (whole session)", "MAF RedisHistoryProvider"),
     ("redis", "MAF ChatkeepHistoryProvider (max_messages=50)", "MAF RedisHistoryProvider"),
 ]
-_TURN_ROWS = ("chatkeep HistoryProvider", "chatkeep read_view + append")
+_TURN_ROWS = (
+    "chatkeep HistoryProvider",
+    "chatkeep HistoryProvider (resumed session)",
+    "chatkeep read_view + append",
+)
 _FULL_ROWS = ("chatkeep read_view (whole session)", "chatkeep aread_view (whole session)")
 
 

@@ -296,13 +296,25 @@ class ChatkeepAsyncStore(AsyncVariant):
 class ChatkeepHistoryProvider(ChatkeepAsyncStore):
     """What an agent does around a model call: ``HistoryProvider(max_messages=50)``'s
     ``invoking`` (load and decode the view, tag copies) and ``invoked`` (drop what was
-    loaded, assign ids, encode, append once)."""
+    loaded, assign ids, encode, append once).
+
+    By default the session object is kept across turns, as an agent keeps it, and each
+    pool session is loaded once before the measured turns (:meth:`prepare`): so every
+    measured turn is a kept session's, whose window the provider caches in the session
+    and checks with a tail read. ``resumed=True`` gives each turn a new ``AgentSession``
+    (a conversation resumed by id after a restart: the window is read and decoded)."""
 
     level: Level = "messages"
 
-    def __init__(self, url: str, options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, url: str, options: dict[str, Any] | None = None, *, resumed: bool = False
+    ) -> None:
         super().__init__(url, options)
         self.name = "chatkeep HistoryProvider"
+        self._resumed = resumed
+        if resumed:
+            self.name += " (resumed session)"
+            self.note = "a new AgentSession each turn: no cached window (a cold load)"
         self._provider: HistoryProvider | None = None
         self._sessions: dict[str, AgentSession] = {}
 
@@ -311,11 +323,20 @@ class ChatkeepHistoryProvider(ChatkeepAsyncStore):
         self._provider = HistoryProvider(self.store, max_messages=WINDOW)
 
     def _session(self, session_id: str) -> AgentSession:
+        if self._resumed:
+            return AgentSession(session_id)
         # An agent keeps its session object across turns; so do we.
         session = self._sessions.get(session_id)
         if session is None:
             session = self._sessions[session_id] = AgentSession(session_id)
         return session
+
+    async def prepare(self, session_id: str) -> None:
+        """Load the filled session once, unmeasured (an agent's session has been used
+        before its next turn); nothing for a resumed session."""
+        if not self._resumed:
+            assert self._provider is not None
+            await self._provider.invoking(self._session(session_id), [])
 
     async def turn(self, session_id: str, number: int) -> None:
         assert self._provider is not None

@@ -188,6 +188,7 @@ def setup(context: Context) -> BackendRun:
         ChatkeepAsyncStore(url),
         RawAzureBlob(container, "", decode=True),
         ChatkeepHistoryProvider(url.replace("/ck?", "/ckp?")),
+        ChatkeepHistoryProvider(url.replace("/ck?", "/ckr?"), resumed=True),
     ]
 
     def cleanup() -> None:

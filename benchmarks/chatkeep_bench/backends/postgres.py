@@ -396,6 +396,7 @@ def setup(context: Context) -> BackendRun:
         RawPostgres(url, schema, app, decode=True),
         RawPostgresAsync(url, schema, app, decode=True),
         ChatkeepHistoryProvider(chatkeep_url("p_")),
+        ChatkeepHistoryProvider(chatkeep_url("r_"), resumed=True),
         ChatkeepSyncMessages(chatkeep_url("v_")),
         RawPostgresFull(url, schema, app),
         ChatkeepFullLoad(chatkeep_url("f_")),

@@ -275,6 +275,7 @@ def setup(context: Context) -> BackendRun:
         RawRedis(url, prefix, decode=True),
         RawRedisAsync(url, prefix, decode=True),
         ChatkeepHistoryProvider(provider_url),
+        ChatkeepHistoryProvider(provider_url, resumed=True),
         ChatkeepSyncMessages(view_url),
         RawRedis(url, prefix, decode=True, full=True),
         RawRedisAsync(url, prefix, decode=True, full=True),

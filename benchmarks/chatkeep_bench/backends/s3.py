@@ -171,6 +171,7 @@ def setup(context: Context) -> BackendRun:
         ChatkeepStore(url),
         RawS3(client, bucket, "", decode=True),
         ChatkeepHistoryProvider(url.replace("/ck?", "/ckp?")),
+        ChatkeepHistoryProvider(url.replace("/ck?", "/ckr?"), resumed=True),
     ]
     return BackendRun(
         "s3",

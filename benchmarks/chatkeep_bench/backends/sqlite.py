@@ -240,6 +240,7 @@ def setup(context: Context) -> BackendRun:
         ChatkeepBackend(f"sqlite:///{folder / 'chatkeep_backend.db'}"),
         RawSQLite(folder / "raw_json.db", decode=True),
         ChatkeepHistoryProvider(f"sqlite:///{folder / 'chatkeep_provider.db'}"),
+        ChatkeepHistoryProvider(f"sqlite:///{folder / 'chatkeep_resumed.db'}", resumed=True),
         ChatkeepSyncMessages(f"sqlite:///{folder / 'chatkeep_view.db'}"),
         RawSQLite(folder / "raw_full.db", decode=True, full=True),
         ChatkeepFullLoad(f"sqlite:///{folder / 'chatkeep_full.db'}"),
