@@ -21,6 +21,7 @@ from chatkeep.core import (
     Message,
     Record,
     SlidingWindowReducer,
+    StateBag,
     Store,
     StoreUnavailable,
     TextContent,
@@ -292,5 +293,30 @@ def test_the_whole_view_is_cached_too(counting_store: MakeStore) -> None:
         loaded = await provider.invoking(session, [])
         assert backend.reads == [("s", -3, None, 3)]
         assert [m.untagged() for m in loaded] == read_view(store, "s")
+
+    asyncio.run(scenario())
+
+
+def test_a_session_subclass_that_skips_the_base_init_still_works(
+    counting_store: MakeStore,
+) -> None:
+    store, backend = counting_store()
+
+    class Bare(AgentSession):
+        def __init__(self, session_id: str) -> None:  # no super().__init__()
+            self.session_id = session_id
+            self.conversation_id = None
+            self.state = StateBag()
+
+    provider = HistoryProvider(store, max_messages=4)
+    session = Bare("s")
+
+    async def scenario() -> None:
+        for n in range(3):
+            await _turn(provider, session, n)
+        backend.reads.clear()
+        loaded = await provider.invoking(session, [])
+        assert backend.reads[0][1] == -3  # the cache took a slot of its own
+        assert [m.untagged() for m in loaded] == _cold(store, "s", 4)
 
     asyncio.run(scenario())

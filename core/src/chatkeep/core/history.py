@@ -16,6 +16,7 @@ somewhere other than a :class:`~chatkeep.core.store.Store`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -252,6 +253,18 @@ def _tagged_copies(messages: Sequence[Message], source_id: str) -> list[Message]
     return out
 
 
+def _local_of(session: AgentSession) -> dict[str, Any]:
+    """The session object's process-local cache (a session class whose ``__init__`` did
+    not run ``AgentSession``'s gets one now, or, where it cannot, a throwaway dict:
+    then nothing is cached)."""
+    local: dict[str, Any] | None = getattr(session, "_local", None)
+    if local is None:
+        local = {}
+        with contextlib.suppress(AttributeError):  # no slot, no __dict__: nothing cached
+            session._local = local
+    return local
+
+
 @dataclass(slots=True, eq=False)
 class _Window:
     """A provider's decoded window of one session, kept in the session object (this
@@ -440,7 +453,7 @@ class HistoryProvider:
         results not yet dropped. The returned messages are the cache's own: copy them."""
         limit = self.load_limit
         store = self.store
-        local = session._local
+        local = _local_of(session)
         window: _Window | None = local.get(self._cache_key)
         if window is not None and window.store is store and window.limit == limit:
             tail = await store.aread(session.session_id, -(window.batch + 1))
@@ -497,7 +510,7 @@ class HistoryProvider:
             # still needs the last load's proof that nothing came in between.
             after = None if mark is None else replace(mark, n=checkpoint.view_length)
             records.append(checkpoint.to_record(after))
-        local = session._local
+        local = _local_of(session)
         window: _Window | None = local.pop(self._cache_key, None)
         try:
             await self.store.aappend(session.session_id, records)
@@ -522,7 +535,7 @@ class HistoryProvider:
         self._loaded_count.clear(session)
         if not self.load_messages:
             self._loaded.clear(session)
-            session._local.pop(self._cache_key, None)  # what is saved now extends no window
+            _local_of(session).pop(self._cache_key, None)  # what is saved now extends no window
             return list(request_messages)
         if self._caches():
             window = await self._load_window(session)
@@ -530,7 +543,7 @@ class HistoryProvider:
             shown = window if limit is None else drop_orphan_results(window)
             self._loaded.save(session, [m.message_id for m in shown if m.message_id])
             return _tagged_copies(shown, self.source_id) + list(request_messages)
-        session._local.pop(self._cache_key, None)
+        _local_of(session).pop(self._cache_key, None)
         history = await self.load(session)
         self._loaded.save(session, [m.message_id for m in history if m.message_id])
         if self.reducer is not None:
