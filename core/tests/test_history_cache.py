@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import chatkeep.core.history as history_module
 from chatkeep.core import (
     AgentSession,
     FunctionCallContent,
@@ -318,5 +319,27 @@ def test_a_session_subclass_that_skips_the_base_init_still_works(
         loaded = await provider.invoking(session, [])
         assert backend.reads[0][1] == -3  # the cache took a slot of its own
         assert [m.untagged() for m in loaded] == _cold(store, "s", 4)
+
+    asyncio.run(scenario())
+
+
+def test_a_view_longer_than_the_cache_limit_is_not_kept(
+    counting_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(history_module, "VIEW_CACHE_MAX", 5)
+    store, backend = counting_store()
+    provider = HistoryProvider(store)  # the whole view
+    session = AgentSession("s")
+
+    async def scenario() -> None:
+        await _turn(provider, session, 0)
+        await _turn(provider, session, 1)
+        assert "chat_history.window" in session._local  # 4 messages: kept
+        await _turn(provider, session, 2)
+        assert "chat_history.window" not in session._local  # 6: not kept
+        backend.reads.clear()
+        loaded = await provider.invoking(session, [])
+        assert sum(n for *_, n in backend.reads) == 6  # the whole log read again
+        assert [m.untagged() for m in loaded] == read_view(store, "s")
 
     asyncio.run(scenario())

@@ -45,6 +45,7 @@ from .views._ops import view_program
 from .views._program import arun
 
 __all__ = [
+    "VIEW_CACHE_MAX",
     "HistoryProvider",
     "InMemoryHistoryProvider",
     "MessageFilter",
@@ -265,6 +266,12 @@ def _local_of(session: AgentSession) -> dict[str, Any]:
     return local
 
 
+#: The longest view a session object keeps decoded between turns (``cache_view``): a
+#: window of 50 short messages is about 25 KiB; a longer view (``max_messages=None`` over
+#: a long session) is read again each turn rather than held.
+VIEW_CACHE_MAX = 1000
+
+
 @dataclass(slots=True, eq=False)
 class _Window:
     """A provider's decoded window of one session, kept in the session object (this
@@ -337,9 +344,10 @@ class HistoryProvider:
 
     ``cache_view`` (default ``True``): keep the decoded window in the
     :class:`~chatkeep.core.AgentSession` object between turns (in this process; never
-    serialized). A warm turn then reads only the log's last few records to prove nothing
-    changed (another writer's append, undo, compaction or delete all show there) and
-    decodes nothing; otherwise the view is read as usual. Used only on the default path
+    serialized; views of at most :data:`VIEW_CACHE_MAX` messages). A warm turn then reads
+    only the log's last few records to prove nothing changed (another writer's append,
+    undo, compaction or delete all show there) and decodes nothing; otherwise the view is
+    read as usual. Used only on the default path
     (no reducer, no output filter, :meth:`load` and :meth:`save` not overridden). The
     loaded messages are copies either way, but their content objects are shared with the
     cache: replace a content rather than editing it in place, or pass ``cache_view=False``.
@@ -463,9 +471,10 @@ class HistoryProvider:
         local.pop(self._cache_key, None)
         read = await arun(store, view_program(session.session_id, limit))
         self._prove_count(session, read.count, read.newest_record_id)
-        local[self._cache_key] = _Window(
-            store, limit, read.messages, read.count, read.newest_record_id
-        )
+        if len(read.messages) <= VIEW_CACHE_MAX:
+            local[self._cache_key] = _Window(
+                store, limit, read.messages, read.count, read.newest_record_id
+            )
         return read.messages
 
     def _count_mark(self, session: AgentSession, messages: int, records: int) -> CountMark | None:
@@ -524,7 +533,8 @@ class HistoryProvider:
             # Only what this batch adds to the view; the next load checks that it landed
             # right after the window's tail.
             window.extend(records, None if mark is None else mark.n)
-            local[self._cache_key] = window
+            if len(window.messages) <= VIEW_CACHE_MAX:
+                local[self._cache_key] = window
 
     # -- the lifecycle ----------------------------------------------------------------------
 
