@@ -670,14 +670,7 @@ def message_from_dict(raw: Mapping[str, Any], *, tagged: bool = True) -> Message
 def encode_message(message: Message) -> bytes:
     """Encode ``message`` as compact UTF-8 JSON (strict: no NaN tokens). Raises
     :class:`~chatkeep.core.errors.EncodeError` for values that would not round-trip."""
-    try:
-        return _dumps(message_to_dict(message)).encode("utf-8")
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, EncodeError):
-            raise
-        raise EncodeError(f"message cannot be encoded: {exc}") from exc
-    except RecursionError:
-        raise EncodeError("message nested too deeply to encode") from None
+    return _encode_with(message, None)
 
 
 def encode_message_adding(message: Message, added: Mapping[str, Any]) -> bytes:
@@ -687,22 +680,27 @@ def encode_message_adding(message: Message, added: Mapping[str, Any]) -> bytes:
     encoding such a copy. ``added`` holds plain JSON values (the core's storage time and
     running count)."""
     if not added:
-        return encode_message(message)
+        return _encode_with(message, None)
     properties = message.additional_properties
     if MARKER in properties or MARKER in added:  # the packed form is a tag: take the long way
-        return encode_message(
-            Message(
-                message.role,
-                message.contents,
-                message.author_name,
-                message.message_id,
-                {**properties, **added},
-                message.extra,
-            )
+        copy = Message(
+            message.role,
+            message.contents,
+            message.author_name,
+            message.message_id,
+            {**properties, **added},
+            message.extra,
         )
+        return _encode_with(copy, None)
+    return _encode_with(message, added)
+
+
+def _encode_with(message: Message, added: Mapping[str, Any] | None) -> bytes:
+    """The encoder of both: ``added`` goes into the dict's own properties (packed or new)."""
     try:
         out = message_to_dict(message)
-        out["additional_properties"].update(added)  # a dict of its own (packed or new)
+        if added:
+            out["additional_properties"].update(added)
         return _dumps(out).encode("utf-8")
     except (TypeError, ValueError) as exc:
         if isinstance(exc, EncodeError):
