@@ -18,8 +18,8 @@ from chatkeep.core import (
     adelete_session,
     encode_records,
     new_id,
-    open_store,
 )
+from chatkeep.core.adapters import adapter_store
 from chatkeep.core.metadata import aread_view_counted, utc_stamp
 from chatkeep.core.reducers import drop_orphan_results
 
@@ -73,14 +73,6 @@ class ChatkeepHistoryProvider(HistoryProvider):
         store_outputs: bool = True,
         max_messages: int | None = None,
     ) -> None:
-        if url is not None and store is not None:
-            raise InvalidOption("give url= or store=, not both")
-        if store is not None and not isinstance(store, Store):
-            raise InvalidOption(
-                f"store= must be a chatkeep Store (open_store(url)), not {type(store).__name__}"
-            )
-        if url is not None and not isinstance(url, str):
-            raise InvalidOption(f"url= must be a str, not {type(url).__name__}")
         if not isinstance(source_id, str) or not source_id:
             raise InvalidOption("source_id must be a non-empty str")
         if max_messages is not None and (type(max_messages) is not int or max_messages < 1):
@@ -97,8 +89,8 @@ class ChatkeepHistoryProvider(HistoryProvider):
         )
         self.max_messages = max_messages
         self._tails = TailMemory()
-        self._owns_store = store is None
-        self.store: Store = store if store is not None else open_store(url)
+        self.store: Store
+        self.store, self._owns_store = adapter_store(url, store, owner="ChatkeepHistoryProvider")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(source_id={self.source_id!r}, store={self.store!r})"

@@ -20,9 +20,9 @@ from chatkeep.core import (
     delete_session,
     encode_records,
     new_id,
-    open_store,
     read_view,
 )
+from chatkeep.core.adapters import adapter_store
 from chatkeep.core.codec import MARKER
 from chatkeep.core.metadata import (
     CountMark,
@@ -74,16 +74,13 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
         max_messages: int | None = None,
     ) -> None:
         super().__init__()
-        if url is not None and store is not None:
-            raise TypeError("give url= or store=, not both")
-        if store is not None and not isinstance(store, Store):
-            raise TypeError(f"store must be a chatkeep Store, not {type(store).__name__}")
         if max_messages is not None and (type(max_messages) is not int or max_messages < 1):
             raise ValueError("max_messages must be a positive int or None")
         self.session_id: str = check_session_id(session_id)
         self.max_messages = max_messages
-        self._owns_store = store is None
-        self._store: Store = store if store is not None else open_store(url)
+        self._store, self._owns_store = adapter_store(
+            url, store, owner="ChatkeepChatMessageHistory"
+        )
         # The running count the last read proved (chatkeep.core.metadata), for the mark the
         # next add_messages writes; None when nothing proved it.
         self._count: RunningCount | None = None

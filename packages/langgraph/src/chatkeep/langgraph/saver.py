@@ -16,7 +16,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from chatkeep.core import Store, open_store
+from chatkeep.core import Store
+from chatkeep.core.adapters import adapter_store
 
 from .engine import Engine, next_version
 from .layout import DEFAULT_PREFIX, Layout
@@ -57,13 +58,8 @@ class ChatkeepSaver(BaseCheckpointSaver[str]):
         prefix: str = DEFAULT_PREFIX,
     ) -> None:
         super().__init__(serde=serde)
-        if url is not None and store is not None:
-            raise TypeError("ChatkeepSaver takes url= or store=, not both")
         layout = Layout(prefix)
-        self._owns_store = store is None
-        opened = store if store is not None else open_store(url)
-        if not isinstance(opened, Store):
-            opened = Store(opened)
+        opened, self._owns_store = adapter_store(url, store, owner="ChatkeepSaver")
         self.store: Store = opened
         self._engine = Engine(opened, self.serde, layout)
 

@@ -19,8 +19,8 @@ from chatkeep.core import (
     delete_session,
     encode_records,
     new_id,
-    open_store,
 )
+from chatkeep.core.adapters import adapter_store, in_thread, native, session_lock, settled
 from chatkeep.core.codec import MARKER, parse_json
 from chatkeep.core.metadata import (
     RunningCount,
@@ -31,7 +31,6 @@ from chatkeep.core.metadata import (
 )
 from chatkeep.core.views._program import run
 
-from ._io import in_thread, native, session_lock, settled
 from ._log import aplain_tail, hide_program, plain_tail, pop_program
 from .items import item_of_dict, item_to_message, message_to_items
 
@@ -129,18 +128,13 @@ class ChatkeepSession:
         store: Store | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
-        if url is not None and store is not None:
-            raise TypeError("give url= or store=, not both")
-        if store is not None and not isinstance(store, Store):
-            raise TypeError(f"store must be a chatkeep Store, not {type(store).__name__}")
+        self._store, self._owns_store = adapter_store(url, store, owner="ChatkeepSession")
         self.session_id: str = check_session_id(session_id)
         self.session_settings = (
             SessionSettings()
             if session_settings is None
             else coerce_session_settings(session_settings)
         )
-        self._owns_store = store is None
-        self._store: Store = store if store is not None else open_store(url)
         self._closed = False
         # The running count the last read proved (chatkeep.core.metadata), for the mark the
         # next add_items writes; None when nothing proved it.

@@ -1,0 +1,106 @@
+"""What every framework adapter needs from the core, in one place.
+
+A framework adapter (``chatkeep.openai_agents``, ``chatkeep.langchain``, ...) is a class the
+framework calls with its own types; underneath it talks to a chatkeep :class:`Store`. The
+parts that do not depend on the framework live here, so each adapter is only its
+conversion and its framework's interface:
+
+- :func:`adapter_store`: the ``url=`` / ``store=`` convention every adapter's constructor
+  follows (a URL is opened and owned; a store is shared and left open; neither opens
+  ``$CHATKEEP_URL``, else the embedded SQLite default).
+- :func:`in_thread`, :func:`native`, :func:`settled`: how an adapter's coroutines reach the
+  store without tying any event loop to it.
+- :func:`session_lock`: a per-session lock for read-then-write operations within a process.
+
+Nothing here imports a framework, a driver or an SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from .errors import InvalidOption
+from .plugins import open_store
+from .store import Store
+
+__all__ = ["adapter_store", "in_thread", "native", "session_lock", "settled"]
+
+T = TypeVar("T")
+
+
+def adapter_store(url: str | None, store: Store | None, *, owner: str) -> tuple[Store, bool]:
+    """The store an adapter named ``owner`` works on, and whether the adapter owns it.
+
+    ``url``: a chatkeep store URL, opened here; the adapter owns the handle and closes it
+    when it is closed. ``store``: an open :class:`Store` to share between adapters (left
+    open). Neither: ``open_store()`` (``$CHATKEEP_URL``, else the embedded SQLite file).
+    Giving both, a store that is not a chatkeep :class:`Store`, or a URL that is not a
+    string raises :class:`~chatkeep.core.errors.InvalidOption` (a ``TypeError`` and a
+    ``ValueError``), naming ``owner``.
+    """
+    if url is not None and store is not None:
+        raise InvalidOption(f"{owner} takes url= or store=, not both")
+    if store is not None:
+        if not isinstance(store, Store):
+            raise InvalidOption(
+                f"{owner}: store= must be a chatkeep Store (open_store(url)), "
+                f"not {type(store).__name__}"
+            )
+        return store, False
+    if url is not None and not isinstance(url, str):
+        raise InvalidOption(f"{owner}: url= must be a str, not {type(url).__name__}")
+    return open_store(url), True
+
+
+# Striped locks serializing read-then-write operations (pop, clear, edit) on one session
+# within this process, whichever adapter object they come from; bounded however many
+# sessions there are.
+_LOCKS = tuple(threading.Lock() for _ in range(64))
+
+
+def session_lock(store: Store, session_id: str) -> threading.Lock:
+    """The lock for ``session_id`` on ``store`` (shared with a few unrelated sessions)."""
+    return _LOCKS[hash((id(store), session_id)) % len(_LOCKS)]
+
+
+def native(store: Store) -> bool:
+    """Whether reads and appends may await ``store``'s async hooks on the caller's loop:
+    the backend declared them safe on any loop (``Store.loop_safe_async``: Redis, one
+    client per loop, closed with it) and does not run those hooks inline anyway."""
+    return store.loop_safe_async and not store.inline_hooks
+
+
+async def settled(operation: Awaitable[T]) -> T:
+    """Await ``operation`` to the end even if the caller is cancelled meanwhile, then
+    raise the cancellation (or return the result).
+
+    For writes: a caller cancelled while a write is in flight still learns nothing half
+    done, and never has to guess whether the write happened.
+    """
+    task = asyncio.ensure_future(operation)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    if cancelled is not None:
+        if not task.cancelled():
+            task.exception()  # retrieved: the caller learns of the cancellation instead
+        raise cancelled
+    return task.result()
+
+
+async def in_thread(
+    store: Store, hooks: tuple[str, ...] | None, function: Callable[..., T], *args: Any
+) -> T:
+    """``function(*args)`` in a worker thread (the default executor), or right here when
+    the only store hooks it calls (``hooks``; ``None``: unknown or others too) are ones
+    ``store`` runs inline on an event loop anyway (``Store.inline_hooks``: SQLite, memory),
+    since the thread hop would cost more than the call."""
+    if hooks is not None and store.inline_hooks.issuperset(hooks):
+        return function(*args)
+    return await asyncio.to_thread(function, *args)
