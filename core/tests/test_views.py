@@ -36,8 +36,19 @@ from chatkeep.core import (
     read_view,
     undo,
 )
-from chatkeep.core.views import Checkpoint, acompact, afork, aread_view, aundo
-from chatkeep.core.views._control import CHECKPOINT, FORK, RETRACT, Control, parse_entry
+from chatkeep.core.views import (
+    Checkpoint,
+    acompact,
+    afork,
+    aread_view,
+    aundo,
+    edit_delete,
+    edit_insert,
+    edit_replace,
+    edit_set,
+    edit_splice,
+)
+from chatkeep.core.views._control import CHECKPOINT, FORK, RETRACT, SPLICE, Control, parse_entry
 
 MakeStore = Callable[..., tuple[Store, Any]]
 
@@ -95,6 +106,10 @@ def model_states(
         elif entry.kind == CHECKPOINT and index and log[index - 1].id == entry["covers"]:
             keep = entry["keep"]
             view = [*entry["messages"], *(view[-keep:] if keep else [])]
+        elif entry.kind == SPLICE and index and log[index - 1].id == entry["covers"]:
+            end = max(len(view) - entry["keep"], 0)
+            start = max(end - entry["drop"], 0)
+            view = [*view[:start], *entry["messages"], *view[end:]]
         before[record.id] = previous
         states.append(view)
     return states, before
@@ -395,6 +410,61 @@ def test_random_operations_match_the_forward_model(counting_store: MakeStore) ->
             assert read_view(store, name) == expected, (step, name)
             limit = rng.randint(1, 8)
             assert read_view(store, name, limit=limit) == expected[-limit:], (step, name, limit)
+
+
+def _random_edit(store: Store, session: str, rng: random.Random, step: int) -> None:
+    """One in-place edit of ``session``'s view, of a random kind and place."""
+    size = len(read_view(store, session))
+    fresh = Message.user(f"edit {step}")
+    action = rng.randrange(5)
+    with contextlib.suppress(IndexError):
+        if action == 0:
+            edit_insert(store, session, rng.randint(-size - 1, size + 1), fresh)
+        elif action == 1:
+            edit_delete(store, session, rng.randint(-size, max(size - 1, 0)))
+        elif action == 2:
+            edit_replace(store, session, rng.randint(-size, max(size - 1, 0)), fresh)
+        elif action == 3:
+            start = rng.randint(-size - 1, size)
+            stop = start + rng.randint(0, 3)
+            edit_splice(store, session, start, stop, [fresh] * rng.randint(0, 2))
+        else:
+            view = read_view(store, session)
+            keep = rng.randint(0, len(view))
+            edit_set(store, session, [*view[: keep // 2], fresh, *view[keep:]])
+
+
+def test_random_edits_with_undo_forks_and_checkpoints_match_the_forward_model(
+    counting_store: MakeStore,
+) -> None:
+    """In-place edits (chatkeep.splice, and the retracts and checkpoints they write)
+    mixed with turns, undo, compaction and forks: every window of every session is the
+    forward model's."""
+    store, _ = counting_store()
+    rng = random.Random(26)
+    sessions = ["root"]
+    add_turn(store, "root", "start")
+    for step in range(140):
+        session = rng.choice(sessions)
+        action = rng.random()
+        if action < 0.35:
+            add_turn(store, session, f"{session[:4]}-{step}")
+        elif action < 0.7:
+            _random_edit(store, session, rng, step)
+        elif action < 0.8:
+            with contextlib.suppress(ViewError):
+                undo(store, session, turns=rng.randint(1, 2))
+        elif action < 0.9:
+            with contextlib.suppress(ViewError):
+                compact(store, session, summarize_keeping(rng.randint(0, 6), "sum"))
+        elif len(sessions) < 8:
+            sessions.append(fork(store, session))
+        for name in sessions:
+            expected = model_view(store, name)
+            assert read_view(store, name) == expected, (step, name)
+            for limit in (1, rng.randint(2, 9)):
+                got = read_view(store, name, limit=limit)
+                assert got == expected[-limit:], (step, name, limit)
 
 
 def test_checkpoint_between_keeps_the_common_tail_by_reference() -> None:

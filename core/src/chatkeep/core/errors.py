@@ -14,6 +14,7 @@ __all__ = [
     "CapabilityMissing",
     "ChatkeepError",
     "CorruptRecord",
+    "EditOutOfRange",
     "EncodeError",
     "HistoryConflict",
     "InvalidExport",
@@ -247,6 +248,21 @@ class MessageNotFound(ChatkeepError, LookupError):
         super().__init__(
             f"message {message_id!r} is not stored in session {session_id!r} "
             "(nor in the sessions it was forked from)"
+        )
+
+
+class EditOutOfRange(ChatkeepError, IndexError):
+    """An in-place edit named a message position the view does not have (an
+    ``IndexError``, as ``list.pop`` raises). Nothing was changed."""
+
+    def __init__(self, session_id: str, index: int, length: int | None) -> None:
+        self.session_id = session_id
+        self.index = index
+        self.length = length
+        size = "fewer messages" if length is None else f"{length} message(s)"
+        super().__init__(
+            f"session {session_id!r} has no message at position {index} (its view has "
+            f"{size}); nothing was changed"
         )
 
 

@@ -1,4 +1,4 @@
-"""Log views: fork, undo and compaction checkpoints on every backend.
+"""Log views: fork, undo, compaction checkpoints and in-place edits on every backend.
 
 Everything here is built on the two storage hooks (``read`` and ``append``; ``delete`` for
 erasure), so it works unchanged on every backend. A session's log holds message records
@@ -15,6 +15,7 @@ interprets; the *view* of a session is what those records mean::
     delete_session(store, "chat-1")          # the fork keeps its prefix
     list(list_conversations(store))          # the conversations (not the core's own sessions)
     read_log(store, branch)                  # every record of its own log, with its kind
+    edit_delete(store, branch, 0)            # in-place edits: one control record each
 
 Reading a window walks the log backward from its end, so it costs about as many records
 as it returns however long the log is; a checkpoint ends the walk, so a compacted
@@ -25,7 +26,7 @@ conversation loads in proportion to its view, not its transcript. Every function
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .._loop import run_blocking
@@ -36,8 +37,16 @@ from ._builder import ViewBuilder as ViewBuilder
 from ._builder import build_view
 from ._control import Control as Control
 from ._control import parse_entry as parse_entry
+from ._edit import (
+    delete_program,
+    insert_program,
+    replace_program,
+    set_program,
+    splice_program,
+)
 from ._erase import TEMP_PREFIX as TEMP_PREFIX
-from ._erase import delete_program, forks_program
+from ._erase import delete_program as erase_program
+from ._erase import forks_program
 from ._log import (
     CORRUPT,
     MESSAGE,
@@ -69,6 +78,11 @@ __all__ = [
     "LogEntry",
     "acompact",
     "adelete_session",
+    "aedit_delete",
+    "aedit_insert",
+    "aedit_replace",
+    "aedit_set",
+    "aedit_splice",
     "afork",
     "alist_conversations",
     "alist_forks",
@@ -79,6 +93,11 @@ __all__ = [
     "compact",
     "decode_log",
     "delete_session",
+    "edit_delete",
+    "edit_insert",
+    "edit_replace",
+    "edit_set",
+    "edit_splice",
     "fork",
     "is_internal_session",
     "list_conversations",
@@ -195,13 +214,13 @@ def delete_session(store: Store, session_id: str, *, cascade: bool = False) -> N
     Needs the ``delete`` capability.
     """
     _require_delete(store)
-    run(store, delete_program(session_id, cascade))
+    run(store, erase_program(session_id, cascade))
 
 
 async def adelete_session(store: Store, session_id: str, *, cascade: bool = False) -> None:
     """Async :func:`delete_session`."""
     _require_delete(store)
-    await arun(store, delete_program(session_id, cascade))
+    await arun(store, erase_program(session_id, cascade))
 
 
 async def _await(value: Awaitable[list[Message]]) -> list[Message]:
@@ -237,3 +256,91 @@ async def acompact(store: Store, session_id: str, reducer: ReduceFunction) -> Ch
     if checkpoint is not None:
         await arun(store, checkpoint_program(session_id, checkpoint, counted=True))
     return checkpoint
+
+
+# -- in-place edits ---------------------------------------------------------------------------
+
+
+def edit_splice(
+    store: Store,
+    session_id: str,
+    start: int | None,
+    stop: int | None,
+    messages: Sequence[Message] = (),
+) -> list[Message]:
+    """``view[start:stop] = messages``, by Python's slice rules (``None`` for an open end,
+    negative indices from the end, out-of-range bounds clamped); returns the messages it
+    removed. One record is appended and nothing stored is rewritten: the log keeps every
+    earlier message (``read_log`` shows them and the edit).
+
+    Messages without a ``message_id`` get one. Removing the end of the view on a store with
+    ``conditional`` is a ``chatkeep.retract``; an edit that reaches the view's first message
+    a ``chatkeep.checkpoint``; any other a ``chatkeep.splice``; adding at the end, an append.
+    On a store with ``conditional`` concurrent edits never work from the same view (each
+    is computed again after losing a race), so two deletes remove two messages.
+    """
+    program = splice_program(session_id, start, stop, messages, conditional=_conditional(store))
+    return run(store, program)
+
+
+async def aedit_splice(
+    store: Store,
+    session_id: str,
+    start: int | None,
+    stop: int | None,
+    messages: Sequence[Message] = (),
+) -> list[Message]:
+    """Async :func:`edit_splice`."""
+    program = splice_program(session_id, start, stop, messages, conditional=_conditional(store))
+    return await arun(store, program)
+
+
+def edit_insert(store: Store, session_id: str, index: int, *messages: Message) -> None:
+    """Insert ``messages`` before the view's message ``index`` (``list.insert`` rules: an
+    index past the end appends, a negative one counts from the end)."""
+    run(store, insert_program(session_id, index, messages, conditional=_conditional(store)))
+
+
+async def aedit_insert(store: Store, session_id: str, index: int, *messages: Message) -> None:
+    """Async :func:`edit_insert`."""
+    await arun(store, insert_program(session_id, index, messages, conditional=_conditional(store)))
+
+
+def edit_delete(store: Store, session_id: str, index: int = -1) -> Message:
+    """Take the view's message ``index`` out of it and return it (``list.pop`` rules: the
+    last by default). Raises :class:`~chatkeep.core.errors.EditOutOfRange` (an
+    ``IndexError``) when the view has no such message."""
+    return run(store, delete_program(session_id, index, conditional=_conditional(store)))
+
+
+async def aedit_delete(store: Store, session_id: str, index: int = -1) -> Message:
+    """Async :func:`edit_delete`."""
+    return await arun(store, delete_program(session_id, index, conditional=_conditional(store)))
+
+
+def edit_replace(store: Store, session_id: str, index: int, message: Message) -> Message:
+    """Put ``message`` in place of the view's message ``index`` (a redaction, a
+    correction) and return the message it replaced; the log keeps both. Raises
+    :class:`~chatkeep.core.errors.EditOutOfRange` when the view has no such message."""
+    program = replace_program(session_id, index, message, conditional=_conditional(store))
+    return run(store, program)
+
+
+async def aedit_replace(store: Store, session_id: str, index: int, message: Message) -> Message:
+    """Async :func:`edit_replace`."""
+    program = replace_program(session_id, index, message, conditional=_conditional(store))
+    return await arun(store, program)
+
+
+def edit_set(store: Store, session_id: str, messages: Sequence[Message]) -> list[Message]:
+    """Make the view exactly ``messages`` and return the view it replaced. Only the part
+    that differs is written (messages equal to the view's, ignoring a missing
+    ``message_id``, are kept by reference), so setting the view to itself followed by new
+    messages appends them; when the log behind the view has grown long (edits, undos),
+    the whole view is saved as a checkpoint, so later reads cost the view again."""
+    return run(store, set_program(session_id, messages, conditional=_conditional(store)))
+
+
+async def aedit_set(store: Store, session_id: str, messages: Sequence[Message]) -> list[Message]:
+    """Async :func:`edit_set`."""
+    return await arun(store, set_program(session_id, messages, conditional=_conditional(store)))

@@ -5,12 +5,19 @@ about N records; a retract makes the walk skip the retracted span; a checkpoint 
 walk (its messages stand for everything before it). Checkpoints nest: a checkpoint that
 keeps the last ``k`` messages of the view before it opens a *frame* that ends after ``k``
 more messages, and each frame's own messages are emitted when it ends.
+
+An in-place edit (``chatkeep.splice``) does not end the walk: it becomes a *stage* that the
+older messages flow through on their way out: it lets its ``keep`` messages pass, then puts
+its own messages, then drops the next ``drop`` ones, then passes everything. A stage met
+later in the walk (an older edit) sits closer to the log, so older edits apply first, as
+they did when they were written. A checkpoint met while a stage is open becomes a stage too
+(one that drops everything after its messages, so the walk ends there).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..codec import plain_decoder
@@ -22,6 +29,7 @@ from ._control import (
     COUNT_KEY,
     MESSAGE_HEAD,
     RETRACT,
+    SPLICE,
     STORED_AT_KEY,
     Control,
     CountMark,
@@ -35,6 +43,8 @@ __all__ = ["UNLIMITED", "ViewBuilder", "build_view"]
 UNLIMITED = sys.maxsize
 #: A running count is checked only for batches of at most this many records.
 MAX_MARK_BATCH = 4096
+# A stage's ``drop`` when it drops everything after its messages (a checkpoint's stage).
+_ALL = sys.maxsize
 
 
 class _Frame:
@@ -46,6 +56,17 @@ class _Frame:
         self.deadline = deadline  # message count at which this window is full
         self.floor = floor  # the smallest deadline of this frame and the frames around it
         self.prefix = prefix  # emitted (newest first) when the frame ends
+
+
+class _Stage:
+    """An edit the older messages flow through (see the module docstring)."""
+
+    __slots__ = ("drop", "insert", "keep")
+
+    def __init__(self, keep: int, drop: int, insert: list[Message]) -> None:
+        self.keep = keep  # messages still to pass before the edit point
+        self.drop = drop  # messages still to drop after it (_ALL: every one)
+        self.insert: list[Message] | None = insert  # put at the edit point; None once put
 
 
 class ViewBuilder:
@@ -64,6 +85,7 @@ class ViewBuilder:
         self._skip_to: str | None = None
         self._retract: tuple[str, int, str] | None = None
         self._pending: Control | None = None
+        self._stages: list[_Stage] = []  # open edits, the newest in the log first
         #: True once the view is complete (no more records needed).
         self.done = deadline == 0
         #: True when the walk stopped because ``limit`` messages were found.
@@ -82,9 +104,9 @@ class ViewBuilder:
         #: With ``track_stored``: ids of the messages that came from message records (not
         #: copies held inside a checkpoint).
         self.stored_ids: set[str] | None = set() if track_stored else None
-        #: With ``track_stored``: those of :attr:`stored_ids` fed before any checkpoint
-        #: record (no compaction between them and the log's end: retracting back to one
-        #: removes exactly the view's messages from it on).
+        #: With ``track_stored``: those of :attr:`stored_ids` fed before any checkpoint or
+        #: edit record (no compaction or edit between them and the log's end: retracting
+        #: back to one removes exactly the view's messages from it on).
         self.uncompacted_ids: set[str] | None = set() if track_stored else None
         self._checkpoint_fed = False
         # count_only: message records the codec wrote are not decoded; each stands in the
@@ -106,7 +128,11 @@ class ViewBuilder:
         """How many more messages the innermost open window can take."""
         if self.done:
             return 0
-        return max(self._frames[-1].floor - len(self._out), 1)
+        wanted = max(self._frames[-1].floor - len(self._out), 1)
+        for stage in self._stages:  # messages an edit drops are read too
+            if stage.drop != _ALL:
+                wanted += stage.drop
+        return wanted
 
     def feed(
         self, record_id: str, data: bytes | Mapping[str, Any], session_id: str, position: int
@@ -137,8 +163,7 @@ class ViewBuilder:
                 self._skip_to = self._retract = None
             return
         if self._count_only and type(data) is bytes and data.startswith(MESSAGE_HEAD):
-            if not self._push(Message("message", message_id=record_id)):
-                self._close()
+            self._emit(Message("message", message_id=record_id))
             return
         try:
             entry = parse_entry(data)
@@ -158,13 +183,12 @@ class ViewBuilder:
                 self.stored_ids.add(record_id)
                 if not self._checkpoint_fed and self.uncompacted_ids is not None:
                     self.uncompacted_ids.add(record_id)
-            if not self._push(entry):
-                self._close()
+            self._emit(entry)
             return
         if entry.kind == RETRACT:
             self._skip_to = entry["target"]
             self._retract = (session_id, position, record_id)
-        elif entry.kind == CHECKPOINT:
+        elif entry.kind in (CHECKPOINT, SPLICE):
             self._pending = entry
             self._checkpoint_fed = True
         # fork, forked, base, rebased, rebuild: log structure, not part of the view.
@@ -192,6 +216,7 @@ class ViewBuilder:
                 and self._skip_to is None
                 and self.newest_record_id is not None
                 and not self._count_only
+                and not self._stages
                 and type(data) is bytes
                 and data.startswith(head)
                 and not self.done
@@ -264,17 +289,93 @@ class ViewBuilder:
                     record_id,
                 )
             self._pending = None  # a checkpoint with nothing before it covers nothing
-            self._close()
+            self._drain()
         self._out.reverse()
         return self._out
 
     # -- frames ---------------------------------------------------------------------------
 
     def _open(self, checkpoint: Control) -> None:
+        if checkpoint.kind == SPLICE or self._stages:
+            drop = checkpoint["drop"] if checkpoint.kind == SPLICE else _ALL
+            self._stages.append(_Stage(checkpoint["keep"], drop, list(checkpoint["messages"])))
+            if checkpoint["keep"] == 0:
+                self._flow([(len(self._stages) - 1, self._put(len(self._stages) - 1))])
+            return
         deadline = len(self._out) + checkpoint["keep"]
         floor = min(deadline, self._frames[-1].floor)
         self._frames.append(_Frame(deadline, floor, list(checkpoint["messages"])))
         if checkpoint["keep"] == 0:
+            self._close()
+
+    # -- stages (in-place edits) ------------------------------------------------------------
+
+    def _emit(self, message: Message) -> None:
+        """A message of the log, on its way out (through the open edits, if any)."""
+        if self._stages:
+            self._flow([(len(self._stages), iter((message,)))])
+        elif not self._push(message):
+            self._close()
+
+    def _put(self, index: int) -> Iterator[Message]:
+        """Stage ``index`` reached its edit point: its messages, newest first (they go on
+        from the stage outward), and from now on it drops."""
+        stage = self._stages[index]
+        inserted = stage.insert or []
+        stage.insert = None
+        return reversed(inserted)
+
+    def _flow(self, work: list[tuple[int, Iterator[Message]]]) -> None:
+        """Move messages outward: each ``(level, messages)`` goes through the stages before
+        ``level`` (``level - 1`` down to 0), then to the view. A stage whose edit point a
+        message reaches puts its own messages right after that one (newest first)."""
+        stages = self._stages
+        while work and not self.done:
+            level, items = work[-1]
+            message = next(items, None)
+            if message is None:
+                work.pop()
+                continue
+            reached = []
+            index = level - 1
+            while index >= 0:
+                stage = stages[index]
+                if stage.insert is not None:
+                    stage.keep -= 1
+                    if stage.keep <= 0:
+                        reached.append(index)
+                elif stage.drop > 0:
+                    stage.drop -= 1
+                    message = None
+                    break
+                index -= 1
+            if message is not None and not self._push(message):
+                self._close()
+                return
+            for index in reached:  # the innermost first, so the outermost's go out first
+                work.append((index, self._put(index)))
+        if self.done:
+            return
+        for index, stage in enumerate(stages):
+            if stage.insert is None and stage.drop == _ALL:
+                # A checkpoint's stage put its messages: nothing older is in the view.
+                del stages[index:]
+                self._drain()
+                return
+        if any(stage.insert is None and stage.drop == 0 for stage in stages):
+            stages[:] = [s for s in stages if s.insert is not None or s.drop > 0]
+
+    def _drain(self) -> None:
+        """The log has no more messages for the view: each open edit puts its messages
+        (an edit whose ``keep`` was longer than the view puts them first), innermost
+        first; then the frames close."""
+        stages = self._stages
+        while stages and not self.done:
+            index = len(stages) - 1
+            inserted = self._put(index) if stages[index].insert is not None else iter(())
+            del stages[index]
+            self._flow([(index, inserted)])
+        if not self.done:
             self._close()
 
     def _push(self, message: Message) -> bool:

@@ -13,6 +13,11 @@ A session log holds two kinds of records, and a backend sees no difference betwe
                            view before it. Honoured only when the record right before it is
                            ``covers`` (a checkpoint that lost a race with another writer is
                            ignored, never trusted).
+``chatkeep.splice``        ``covers``, ``keep``, ``drop``, ``messages``: an in-place edit. The
+                           view at this point is the view before it with ``drop`` messages
+                           replaced by ``messages``, right before its last ``keep`` messages
+                           (``view[:n-keep-drop] + messages + view[n-keep:]``). Honoured only
+                           when the record right before it is ``covers``, like a checkpoint.
 ``chatkeep.fork``          ``parent``, ``position``, ``anchor``: first record of a fork. The
                            view continues into ``parent``'s log before ``position``, whose
                            last record is ``anchor``.
@@ -60,6 +65,7 @@ __all__ = [
     "REBASED",
     "REBUILD",
     "RETRACT",
+    "SPLICE",
     "STORED_AT_KEY",
     "Control",
     "CountMark",
@@ -74,12 +80,15 @@ __all__ = [
 CONTROL_PREFIX = "chatkeep."
 RETRACT = "chatkeep.retract"
 CHECKPOINT = "chatkeep.checkpoint"
+SPLICE = "chatkeep.splice"
 FORK = "chatkeep.fork"
 FORKED = "chatkeep.forked"
 BASE = "chatkeep.base"
 REBASED = "chatkeep.rebased"
 REBUILD = "chatkeep.rebuild"
-KINDS: frozenset[str] = frozenset({RETRACT, CHECKPOINT, FORK, FORKED, BASE, REBASED, REBUILD})
+KINDS: frozenset[str] = frozenset(
+    {RETRACT, CHECKPOINT, SPLICE, FORK, FORKED, BASE, REBASED, REBUILD}
+)
 #: The key of a message's ``additional_properties`` under which the core stores the time the
 #: message was stored; reserved: reading a message removes it.
 STORED_AT_KEY = "chatkeep.stored_at"
@@ -99,6 +108,7 @@ _dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", 
 _FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     RETRACT: {"target": str},
     CHECKPOINT: {"covers": str, "keep": int, "messages": list},
+    SPLICE: {"covers": str, "keep": int, "drop": int, "messages": list},
     FORK: {"parent": str, "position": int, "anchor": (str, type(None))},
     FORKED: {"child": str, "position": int},
     BASE: {"shift": int, "length": int, "last": str},
@@ -161,15 +171,15 @@ def _control(raw: Mapping[str, Any], kind: str) -> Control:
         if not isinstance(value, kinds) or isinstance(value, bool):
             raise ValueError(f"{kind} record needs {key!r} of type {_names(kinds)}")
         fields[key] = value
-    for key in ("keep", "position", "shift", "length"):
+    for key in ("keep", "drop", "position", "shift", "length"):
         if key in fields and fields[key] < 0:
             raise ValueError(f"{kind} record has a negative {key!r}")
-    if kind == CHECKPOINT:
+    if kind in (CHECKPOINT, SPLICE):
         messages: Sequence[Any] = fields["messages"]
         decoded = []
         for item in messages:
             if not isinstance(item, dict):
-                raise ValueError("checkpoint messages must be objects")
+                raise ValueError(f"{kind} messages must be objects")
             message = message_from_dict(item)
             _take_stamp(message)
             decoded.append(message)

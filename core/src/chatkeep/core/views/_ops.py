@@ -41,8 +41,11 @@ class ViewRead:
     newest_record_id: str | None
     stored_ids: frozenset[str] = frozenset()
     count: int | None = None
-    #: With ``track_stored``: the stored message ids with no checkpoint record after them.
+    #: With ``track_stored``: the stored message ids with no checkpoint or edit record
+    #: after them.
     uncompacted_ids: frozenset[str] = frozenset()
+    #: How many records the read walked (its cost).
+    records_fed: int = 0
 
 
 def view_program(
@@ -59,7 +62,13 @@ def view_program(
     count = builder.verified_count() if builder.truncated else len(messages)
     uncompacted = frozenset(builder.uncompacted_ids or ())
     return ViewRead(
-        messages, builder.truncated, builder.newest_record_id, stored, count, uncompacted
+        messages,
+        builder.truncated,
+        builder.newest_record_id,
+        stored,
+        count,
+        uncompacted,
+        builder.records_fed,
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from chatkeep.core import AppendConflict, Message, Record, Store, ViewError
 from chatkeep.core.metadata import CountMark
 from chatkeep.core.views import Checkpoint, Control, ViewBuilder, parse_entry
-from chatkeep.core.views._control import CHECKPOINT, RETRACT, control_record
+from chatkeep.core.views._control import CHECKPOINT, RETRACT, SPLICE, control_record
 from chatkeep.core.views._count import tail_count_program
 from chatkeep.core.views._ops import view_program
 from chatkeep.core.views._program import Append, AppendIf, Program, Read
@@ -82,7 +82,12 @@ class _NewestMessage(ViewBuilder):
             except ValueError:
                 pass  # the builder reports it as CorruptRecord, with its position
             else:
-                self.passed_checkpoint = isinstance(entry, Control) and entry.kind == CHECKPOINT
+                # An in-place edit (chatkeep.splice) counts too: a retract reaching
+                # behind one would undo it.
+                self.passed_checkpoint = isinstance(entry, Control) and entry.kind in (
+                    CHECKPOINT,
+                    SPLICE,
+                )
         super().feed(record_id, data, session_id, position)
 
 
