@@ -19,6 +19,7 @@ from chatkeep.core import (
     open_store,
     read_view,
 )
+from chatkeep.core.views import edit_insert, edit_replace
 
 
 def weather(city: str) -> dict[str, object]:
@@ -130,6 +131,23 @@ def test_fork_and_undo(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     run(capsys, "sessions", "undo", "chat", "--url", url, "--turns", "5")
     code, out, _ = run(capsys, "sessions", "undo", "chat", "--url", url)
     assert (code, out.strip()) == (0, "nothing to undo")
+
+
+def test_show_an_edited_conversation(url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``show`` prints the edited view; ``show --raw`` every record, an in-place edit
+    (``chatkeep.splice``) in words with the messages it put in."""
+    converse(url, "chat", turns=2)
+    store = open_store(url)
+    edit_replace(store, "chat", 1, Message.assistant("[redacted]"))
+    edit_insert(store, "chat", 2, Message.user("an inserted note"))
+    code, out, _ = run(capsys, "sessions", "show", "chat", "--url", url)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("# chat: 5 messages")
+    assert "[redacted]" in lines[2] and "an inserted note" in lines[3]
+    assert "[seen 1]" not in out
+    code, out, _ = run(capsys, "sessions", "show", "chat", "--url", url, "--raw")
+    assert "(chatkeep.splice) edit before the last 2 message(s): 1 message(s) out, 1 in" in out
+    assert "+ assistant [redacted]" in out and "[seen 1]" in out  # the log keeps both
 
 
 def test_delete_keeps_forks_unless_cascade(url: str, capsys: pytest.CaptureFixture[str]) -> None:

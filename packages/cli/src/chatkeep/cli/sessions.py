@@ -29,6 +29,7 @@ from chatkeep.core import (
     UnknownContent,
     UriContent,
     fork,
+    message_from_dict,
     message_to_dict,
     read_view,
     undo,
@@ -37,6 +38,7 @@ from chatkeep.core import delete_session as core_delete_session
 from chatkeep.core.metadata import SessionInfo, describe_session, list_session_infos
 from chatkeep.core.urls import redact_text
 from chatkeep.core.views import LogEntry, read_log
+from chatkeep.core.views._control import CHECKPOINT, SPLICE
 
 from .stores import StoreChoice, open_store_for
 
@@ -227,10 +229,7 @@ def show_session(
                 elif entry.error is not None:
                     print(f"{where} CORRUPT {entry.record_id}: {entry.error}")
                 else:
-                    fields = {k: v for k, v in (entry.control or {}).items() if k != "type"}
-                    if "messages" in fields:
-                        fields["messages"] = f"{len(fields['messages'])} message(s)"
-                    print(f"{where} ({entry.kind}) {_short_json(fields, 200)}")
+                    print(f"{where} ({entry.kind}) {_control_line(entry, ids)}")
             return 0
         view = read_view(store, session_id, limit=last)
         header = _header(store, session_id, len(view) if last is None else None)
@@ -242,6 +241,32 @@ def show_session(
     for message in view:
         print(format_message(message, show_id=ids))
     return 0
+
+
+def _control_line(entry: LogEntry, ids: bool) -> str:
+    """What a control record says, on one line; an in-place edit (``chatkeep.splice``)
+    or a checkpoint in words, followed by the messages it puts in the view."""
+    control = entry.control or {}
+    if entry.kind in (SPLICE, CHECKPOINT) and isinstance(control.get("messages"), list):
+        keep, drop = control.get("keep"), control.get("drop")
+        count = len(control["messages"])
+        if entry.kind == CHECKPOINT:
+            head = f"the view from here: {count} message(s), then the last {keep} before"
+        else:
+            where = "at the end" if keep == 0 else f"before the last {keep} message(s)"
+            head = f"edit {where}: {drop} message(s) out, {count} in"
+        lines = [head]
+        for item in control["messages"]:
+            try:
+                message = message_from_dict(item)
+            except (TypeError, ValueError, KeyError):
+                continue
+            lines.append("      + " + format_message(message, show_id=ids))
+        return "\n".join(lines)
+    fields = {k: v for k, v in control.items() if k != "type"}
+    if "messages" in fields:
+        fields["messages"] = f"{len(fields['messages'])} message(s)"
+    return _short_json(fields, 200)
 
 
 def _header(store: Store, session_id: str, count: int | None) -> str:

@@ -107,6 +107,7 @@ REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType(
         "ForkTests": needs(group="views"),
         "UndoTests": needs(group="views"),
         "CheckpointTests": needs(group="views"),
+        "EditTests": needs(group="views"),
         "CorruptRecordTests": needs(group="views"),
         "SessionMetadataTests": needs(group="views"),
         "SessionListingTests": needs("list_sessions"),

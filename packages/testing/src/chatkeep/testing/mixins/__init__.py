@@ -37,6 +37,7 @@ from .ttl import TtlTests
 from .views import (
     CheckpointTests,
     CorruptRecordTests,
+    EditTests,
     ForkDeletionTests,
     ForkTests,
     LifecycleTests,
@@ -65,6 +66,7 @@ __all__ = [
     "DurabilityClaimTests",
     "DurabilityTests",
     "DurableDeleteTests",
+    "EditTests",
     "ErasureTests",
     "ForkDeletionFaultTests",
     "ForkDeletionTests",

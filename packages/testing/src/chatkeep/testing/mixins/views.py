@@ -13,6 +13,7 @@ capability (``delete``); it also skips by itself when the store lacks it.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,7 @@ from chatkeep.core import (
     AgentSession,
     ChatResponseUpdate,
     CorruptRecord,
+    EditOutOfRange,
     FunctionCallContent,
     FunctionResultContent,
     HistoryProvider,
@@ -41,7 +43,15 @@ from chatkeep.core import (
     read_view,
     undo,
 )
-from chatkeep.core.views import TEMP_PREFIX
+from chatkeep.core.views import (
+    TEMP_PREFIX,
+    edit_delete,
+    edit_insert,
+    edit_replace,
+    edit_set,
+    edit_splice,
+    read_log,
+)
 
 from ..checks import new_session_id
 from ._base import NOT_DECLARED, ConformanceBase
@@ -49,6 +59,7 @@ from ._base import NOT_DECLARED, ConformanceBase
 __all__ = [
     "CheckpointTests",
     "CorruptRecordTests",
+    "EditTests",
     "ForkDeletionTests",
     "ForkTests",
     "LifecycleTests",
@@ -217,6 +228,92 @@ class CheckpointTests(ConformanceBase):
         assert cost <= 2 * _WINDOW, f"read {cost} records for a window of {_WINDOW}"
 
 
+class EditTests(ConformanceBase):
+    """In-place edits (``chatkeep.core.views.edit_*``): Python's list semantics over the
+    store, one record appended per edit, the log keeping what was replaced."""
+
+    def test_edits_follow_list_semantics(self, chatkeep_store: Store) -> None:
+        session = new_session_id("edit")
+        model = [f"m{i}" for i in range(6)]
+        chatkeep_store.append(
+            session, encode_records([Message.user(t, message_id=new_id()) for t in model])
+        )
+        steps: list[tuple[str, int, int]] = [
+            ("insert", 2, 0), ("delete", 0, 0), ("replace", -1, 0), ("delete", -2, 0),
+            ("splice", 1, 3), ("insert", 99, 0), ("replace", 0, 0), ("splice", -2, 99),
+            ("delete", -1, 0), ("insert", -1, 0),
+        ]  # fmt: skip
+        for step, (action, index, stop) in enumerate(steps):
+            text = f"e{step}"
+            if action == "insert":
+                edit_insert(chatkeep_store, session, index, Message.user(text))
+                model.insert(index, text)
+            elif action == "delete":
+                assert edit_delete(chatkeep_store, session, index).text == model.pop(index)
+            elif action == "replace":
+                old = edit_replace(chatkeep_store, session, index, Message.user(text))
+                assert old.text == model[index]
+                model[index] = text
+            else:
+                removed = edit_splice(chatkeep_store, session, index, stop, [Message.user(text)])
+                assert _texts(removed) == model[index:stop]
+                model[index:stop] = [text]
+            assert _texts(read_view(chatkeep_store, session)) == model, (step, action)
+            assert _texts(read_view(chatkeep_store, session, limit=2)) == model[-2:], step
+        with pytest.raises(EditOutOfRange):
+            edit_delete(chatkeep_store, session, len(model))
+        assert len(chatkeep_store.read(session)) == 6 + len(steps), "one record an edit"
+        kept = [e.message.text for e in read_log(chatkeep_store, session) if e.message]
+        assert kept[:6] == [f"m{i}" for i in range(6)], "the log keeps what was replaced"
+
+    def test_set_messages_writes_only_what_differs(self, chatkeep_store: Store) -> None:
+        session = new_session_id("edit")
+        _turn(chatkeep_store, session, "q0")
+        view = read_view(chatkeep_store, session)
+        edit_set(chatkeep_store, session, [*view, Message.user("more")])
+        assert read_log(chatkeep_store, session)[-1].kind == "message", "an extension appends"
+        before = edit_set(chatkeep_store, session, [Message.system("fresh start")])
+        assert _texts(before) == ["q0", "re: q0", "more"]
+        assert _texts(read_view(chatkeep_store, session)) == ["fresh start"]
+        assert len(read_messages(chatkeep_store, session)) == 3, "the transcript is kept"
+
+    def test_window_after_edits_reads_about_the_window(self, chatkeep_store: Store) -> None:
+        session = _long_session(chatkeep_store)
+        edit_delete(chatkeep_store, session, 3)
+        edit_replace(chatkeep_store, session, -1, Message.assistant("redacted"))
+        edit_insert(chatkeep_store, session, _LONG // 2, Message.user("inserted"))
+        loaded, cost = _window_cost(chatkeep_store, session)
+        assert len(loaded) == _WINDOW and loaded[-1].text == "redacted"
+        assert cost <= 2 * _WINDOW, f"read {cost} records for a window of {_WINDOW}"
+
+    def test_concurrent_deletes_remove_different_messages(self, chatkeep_store: Store) -> None:
+        if not chatkeep_store.supports("conditional"):
+            pytest.skip(NOT_DECLARED + "conditional")
+        session = new_session_id("edit")
+        texts = [f"m{i}" for i in range(12)]
+        chatkeep_store.append(
+            session, encode_records([Message.user(t, message_id=new_id()) for t in texts])
+        )
+        barrier = threading.Barrier(4)
+        removed: list[str] = []
+        lock = threading.Lock()
+
+        def delete_three() -> None:
+            barrier.wait(30)
+            for _ in range(3):
+                text = edit_delete(chatkeep_store, session).text
+                with lock:
+                    removed.append(text)
+
+        threads = [threading.Thread(target=delete_three) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert sorted(removed) == sorted(texts), "a message was deleted twice"
+        assert read_view(chatkeep_store, session) == []
+
+
 class ForkDeletionTests(ConformanceBase):
     """Deleting a session with live forks, both ways (needs ``delete``)."""
 
@@ -367,7 +464,7 @@ class LifecycleTests(ConformanceBase):
 
 
 class ViewsAndLifecycleTests(
-    ForkTests, UndoTests, CheckpointTests, ForkDeletionTests, LifecycleTests
+    ForkTests, UndoTests, CheckpointTests, EditTests, ForkDeletionTests, LifecycleTests
 ):
-    """Every view and lifecycle test (forks, undo, checkpoints, deleting forked sessions,
-    the agent loop) over the store under test."""
+    """Every view and lifecycle test (forks, undo, checkpoints, in-place edits, deleting
+    forked sessions, the agent loop) over the store under test."""
