@@ -1,0 +1,250 @@
+"""``ChatkeepChatStore``: LlamaIndex's ``BaseChatStore`` on any chatkeep store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from llama_index.core.llms import ChatMessage
+from llama_index.core.storage.chat_store.base import BaseChatStore
+from pydantic import PrivateAttr
+
+from chatkeep.core import (
+    EditOutOfRange,
+    Message,
+    Record,
+    Store,
+    check_session_id,
+    encode_records,
+    new_id,
+)
+from chatkeep.core.adapters import adapter_store, in_thread, native, session_lock, settled
+from chatkeep.core.metadata import utc_stamp
+from chatkeep.core.views import (
+    adelete_session,
+    aedit_delete,
+    aedit_insert,
+    aedit_set,
+    alist_conversations,
+    aread_view,
+    delete_session,
+    edit_delete,
+    edit_insert,
+    edit_set,
+    list_conversations,
+    read_view,
+)
+
+from .messages import chat_message_to_message, message_to_chat_message
+
+__all__ = ["ChatkeepChatStore"]
+
+T = TypeVar("T")
+
+
+def _chat_messages(messages: Sequence[Message]) -> list[ChatMessage]:
+    return [message_to_chat_message(message) for message in messages]
+
+
+def _messages(chat_messages: Sequence[ChatMessage]) -> list[Message]:
+    return [chat_message_to_message(chat_message) for chat_message in chat_messages]
+
+
+class ChatkeepChatStore(BaseChatStore):
+    """A LlamaIndex chat store kept in a chatkeep store, a drop-in for ``SimpleChatStore``,
+    ``RedisChatStore`` or ``PostgresChatStore``::
+
+        from llama_index.core.memory import ChatMemoryBuffer
+        from chatkeep.llama_index import ChatkeepChatStore
+
+        chat_store = ChatkeepChatStore(url="postgresql://app@db/app")
+        memory = ChatMemoryBuffer.from_defaults(chat_store=chat_store, chat_store_key="user-42")
+
+    ``url``: a chatkeep store URL, opened for this chat store (closed by :meth:`close`);
+    ``store``: an open :class:`~chatkeep.core.Store` to share (left open); neither:
+    ``$CHATKEEP_URL``, else the embedded SQLite file.
+
+    A key is a chatkeep session id, and its messages are the session's *view*: adding a
+    message appends a record; inserting or deleting at an index, deleting the last
+    message and ``set_messages`` are in-place edits (``chatkeep.core.views.edit_*``): one
+    control record each, the log keeping everything (``chatkeep sessions show --raw``).
+    ``delete_messages`` erases the session where the store can ``delete`` (else empties
+    its view). Every ``ChatMessage`` comes back equal to the one added.
+    """
+
+    _store: Store = PrivateAttr()
+    _owns_store: bool = PrivateAttr(default=False)
+
+    def __init__(self, *, url: str | None = None, store: Store | None = None) -> None:
+        super().__init__()
+        self._store, self._owns_store = adapter_store(url, store, owner="ChatkeepChatStore")
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The name LlamaIndex serializes this store under."""
+        return "ChatkeepChatStore"
+
+    @property
+    def store(self) -> Store:
+        """The chatkeep store holding the conversations."""
+        return self._store
+
+    def __repr__(self) -> str:
+        return f"ChatkeepChatStore(store={self._store!r})"
+
+    def close(self) -> None:
+        """Close the chatkeep store if this chat store opened it (``url=``). Idempotent."""
+        if self._owns_store:
+            self._owns_store = False
+            self._store.close()
+
+    # -- reads (one place, so a cache can be put in front of them) ----------------------------
+
+    def _read(self, key: str) -> list[Message]:
+        return read_view(self._store, key)
+
+    async def _aread(self, key: str) -> list[Message]:
+        if native(self._store):
+            return await aread_view(self._store, key)
+        return await in_thread(self._store, ("read",), self._read, key)
+
+    # -- the sync interface ------------------------------------------------------------------
+
+    def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        """Make the conversation exactly ``messages`` (only what differs is written: the
+        same list plus new messages appends them)."""
+        new = _messages(messages)
+        with session_lock(self._store, check_session_id(key)):
+            edit_set(self._store, key, new)
+
+    def get_messages(self, key: str) -> list[ChatMessage]:
+        """The conversation, oldest first (``[]`` for an unknown key)."""
+        return _chat_messages(self._read(check_session_id(key)))
+
+    def add_message(self, key: str, message: ChatMessage, idx: int | None = None) -> None:
+        """Append ``message``, or insert it before position ``idx`` (``list.insert``
+        rules, as ``SimpleChatStore``)."""
+        converted = chat_message_to_message(message)
+        key = check_session_id(key)
+        if idx is None:
+            self._store.append(key, self._records(converted))
+            return
+        with session_lock(self._store, key):
+            edit_insert(self._store, key, idx, converted)
+
+    def delete_messages(self, key: str) -> list[ChatMessage] | None:
+        """Remove the conversation and return its messages (``None`` for an unknown key)."""
+        key = check_session_id(key)
+        with session_lock(self._store, key):
+            if not self._store.read(key, 0, 1):
+                return None
+            removed = self._read(key)
+            if self._store.supports("delete"):
+                delete_session(self._store, key)
+            else:
+                edit_set(self._store, key, [])
+        return _chat_messages(removed)
+
+    def delete_message(self, key: str, idx: int) -> ChatMessage | None:
+        """Remove the message at ``idx`` and return it; ``None`` when there is none (an
+        unknown key, or ``idx`` past either end)."""
+        key = check_session_id(key)
+        with session_lock(self._store, key):
+            try:
+                return message_to_chat_message(edit_delete(self._store, key, idx))
+            except EditOutOfRange:
+                return None
+
+    def delete_last_message(self, key: str) -> ChatMessage | None:
+        """Remove the newest message and return it (``None`` when there is none). Two
+        processes doing this at once remove two different messages."""
+        return self.delete_message(key, -1)
+
+    def get_keys(self) -> list[str]:
+        """Every conversation of the store (needs the ``list_sessions`` capability)."""
+        return list(list_conversations(self._store))
+
+    # -- the async interface -----------------------------------------------------------------
+
+    async def aset_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        """Async :meth:`set_messages`."""
+        new = _messages(messages)
+        key = check_session_id(key)
+        await self._write(lambda: aedit_set(self._store, key, new), self.set_messages, key, messages)
+
+    async def aget_messages(self, key: str) -> list[ChatMessage]:
+        """Async :meth:`get_messages`."""
+        return _chat_messages(await self._aread(check_session_id(key)))
+
+    async def async_add_message(
+        self, key: str, message: ChatMessage, idx: int | None = None
+    ) -> None:
+        """Async :meth:`add_message`."""
+        converted = chat_message_to_message(message)
+        key = check_session_id(key)
+        if idx is None:
+            records = self._records(converted)
+            if native(self._store):
+                await settled(self._store.aappend(key, records))
+            else:
+                await settled(in_thread(self._store, ("append",), self._store.append, key, records))
+            return
+        await self._write(
+            lambda: aedit_insert(self._store, key, idx, converted),
+            self.add_message,
+            key,
+            message,
+            idx,
+        )
+
+    async def adelete_messages(self, key: str) -> list[ChatMessage] | None:
+        """Async :meth:`delete_messages`."""
+        key = check_session_id(key)
+        if not native(self._store):
+            return await settled(in_thread(self._store, None, self.delete_messages, key))
+        if not await self._store.aread(key, 0, 1):
+            return None
+        removed = await aread_view(self._store, key)
+        if self._store.supports("delete"):
+            await settled(adelete_session(self._store, key))
+        else:
+            await settled(aedit_set(self._store, key, []))
+        return _chat_messages(removed)
+
+    async def adelete_message(self, key: str, idx: int) -> ChatMessage | None:
+        """Async :meth:`delete_message`."""
+        key = check_session_id(key)
+        if not native(self._store):
+            return await settled(in_thread(self._store, None, self.delete_message, key, idx))
+        try:
+            removed = await settled(aedit_delete(self._store, key, idx))
+        except EditOutOfRange:
+            return None
+        return message_to_chat_message(removed)
+
+    async def adelete_last_message(self, key: str) -> ChatMessage | None:
+        """Async :meth:`delete_last_message`."""
+        return await self.adelete_message(key, -1)
+
+    async def aget_keys(self) -> list[str]:
+        """Async :meth:`get_keys`."""
+        if not native(self._store):
+            return await in_thread(self._store, ("list_sessions",), self.get_keys)
+        return [key async for key in alist_conversations(self._store)]
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _records(message: Message) -> list[Record]:
+        message.message_id = new_id()
+        return encode_records([message], stored_at=utc_stamp())
+
+    async def _write(
+        self, awaited: Callable[[], Any], blocking: Callable[..., T], *args: Any
+    ) -> None:
+        """An edit: awaited on the caller's loop where the store allows it, else the
+        blocking method in a worker thread; finished even if the caller is cancelled."""
+        if native(self._store):
+            await settled(awaited())
+        else:
+            await settled(in_thread(self._store, None, blocking, *args))
