@@ -143,7 +143,10 @@ def _rest(fields: Mapping[str, Any], *taken: str) -> dict[str, Any]:
     return {key: (None if key in taken else value) for key, value in fields.items()}
 
 
-def _with_rest(content: Content, rest: dict[str, Any]) -> Content:
+ModeledContent = TextContent | FunctionCallContent | ReasoningContent | DataContent | UriContent
+
+
+def _with_rest(content: ModeledContent, rest: dict[str, Any]) -> Content:
     content.additional_properties[BLOCK_KEY] = rest
     return content
 
@@ -170,8 +173,8 @@ def _mapped(block: BaseModel) -> Content | None:
                 raw = base64.b64decode(data, validate=True)
             except (binascii.Error, ValueError):
                 return None
-            content: Content = DataContent(raw, media or "application/octet-stream")
-            return _with_rest(content, _rest(fields, data_field))
+            data_content = DataContent(raw, media or "application/octet-stream")
+            return _with_rest(data_content, _rest(fields, data_field))
         url = fields.get("url")
         if data is None and isinstance(url, str) and kind != "document":
             return _with_rest(UriContent(url, media), _rest(fields, "url"))

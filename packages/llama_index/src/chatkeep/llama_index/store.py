@@ -170,7 +170,9 @@ class ChatkeepChatStore(BaseChatStore):
         """Async :meth:`set_messages`."""
         new = _messages(messages)
         key = check_session_id(key)
-        await self._write(lambda: aedit_set(self._store, key, new), self.set_messages, key, messages)
+        await self._write(
+            lambda: aedit_set(self._store, key, new), self.set_messages, key, messages
+        )
 
     async def aget_messages(self, key: str) -> list[ChatMessage]:
         """Async :meth:`get_messages`."""
