@@ -225,11 +225,14 @@ BENCH_PEERS = [
     "moto[server]",  # --backends s3
     "langgraph-checkpoint-sqlite",  # `-- langgraph`: LangGraph's own savers
     "langgraph-checkpoint-postgres",
+    "llama-index-storage-chat-store-redis",  # `-- llama-index`: chatkeep_bench/edit_frameworks.py
+    "llama-index-storage-chat-store-postgres",
 ]
 BENCH_MEMBERS = [
     *("core", "sqlite", "redis", "postgres", "s3", "azure_blob"),
     *("openai_agents", "langchain", "agent_framework"),  # the framework adapters' rows
     "langgraph",  # `-- langgraph`: chatkeep_bench/langgraph.py
+    *("llama_index", "strands"),  # `-- llama-index`, `-- strands`: edit_frameworks.py
 ]
 
 

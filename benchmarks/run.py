@@ -207,6 +207,10 @@ def header(settings: Settings) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmarks; 0 unless nothing could be measured."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["llama-index"], ["strands"]):  # chatkeep_bench/edit_frameworks.py
+        from chatkeep_bench.edit_frameworks import main as frameworks_main
+
+        return frameworks_main(argv[1:], argv[0])
     if argv[:1] == ["langgraph"]:  # LangGraph checkpointers: chatkeep_bench/langgraph.py
         from chatkeep_bench.langgraph import main as langgraph_main
 

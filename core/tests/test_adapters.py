@@ -88,3 +88,23 @@ def test_settled_finishes_the_write_before_the_cancellation():
 
     asyncio.run(main())
     assert finished == [True]
+
+
+def test_plain_tail_is_the_tail_of_the_view_or_none():
+    from chatkeep.core import Message, encode_records, new_id
+    from chatkeep.core.adapters import aplain_tail, plain_tail
+    from chatkeep.core.views import edit_delete, read_view
+
+    store = open_store("memory://")
+    messages = [Message.user(f"m{i}", message_id=new_id()) for i in range(5)]
+    store.append("s", encode_records(messages))
+    assert plain_tail(store, "unknown", None) == []
+    assert [r.id for r in plain_tail(store, "s", 2)] == [m.message_id for m in messages[-2:]]
+    assert len(plain_tail(store, "s", None)) == 5
+    edit_delete(store, "s", 1)  # a control record: the view must be walked now
+    assert plain_tail(store, "s", None) is None
+    assert asyncio.run(aplain_tail(store, "s", 3)) is None
+    store.append("s", encode_records([Message.user("after", message_id=new_id())]))
+    tail = plain_tail(store, "s", 1)  # a message after the edit is the view's last
+    assert tail is not None and len(tail) == 1
+    assert read_view(store, "s")[-1].message_id == tail[0].id

@@ -11,6 +11,8 @@ conversion and its framework's interface:
 - :func:`in_thread`, :func:`native`, :func:`settled`: how an adapter's coroutines reach the
   store without tying any event loop to it.
 - :func:`session_lock`: a per-session lock for read-then-write operations within a process.
+- :func:`plain_tail` / :func:`aplain_tail`: the newest records of a log when they are plain
+  message records, so an adapter can decode them straight to its framework's messages.
 
 Nothing here imports a framework, a driver or an SDK.
 """
@@ -24,9 +26,18 @@ from typing import Any, TypeVar
 
 from .errors import InvalidOption
 from .plugins import open_store
+from .records import Record
 from .store import Store
 
-__all__ = ["adapter_store", "in_thread", "native", "session_lock", "settled"]
+__all__ = [
+    "adapter_store",
+    "aplain_tail",
+    "in_thread",
+    "native",
+    "plain_tail",
+    "session_lock",
+    "settled",
+]
 
 T = TypeVar("T")
 
@@ -104,3 +115,45 @@ async def in_thread(
     if hooks is not None and store.inline_hooks.issuperset(hooks):
         return function(*args)
     return await asyncio.to_thread(function, *args)
+
+
+# How the codec's message records begin; an unlimited plain read first looks this far back.
+_MESSAGE_HEAD = b'{"type":"message"'
+_FULL_CHUNK = 2048
+
+
+def _plain(records: list[Record]) -> bool:
+    return all(record.data.startswith(_MESSAGE_HEAD) for record in records)
+
+
+def plain_tail(store: Store, session_id: str, limit: int | None) -> list[Record] | None:
+    """The records of the view's newest ``limit`` messages (all with ``None``), when they
+    are plain message records that no control record follows; otherwise ``None`` (then
+    the view must be walked: retracts, checkpoints, edits or forks are about).
+
+    A retract, a checkpoint or an in-place edit only ever changes what is *before* it, so a
+    tail of message records is the tail of the view. One read for a window or a log of up
+    to 2,048 records, two for a longer log (the cost of a full load anyway). The records
+    are not decoded: an adapter turns them into its framework's messages directly, and
+    goes through the view when this returns ``None``.
+    """
+    size = limit if limit is not None else _FULL_CHUNK
+    tail = store.read(session_id, -size)
+    if not _plain(tail):
+        return None
+    if limit is not None or len(tail) < size:
+        return tail
+    whole = store.read(session_id)
+    return whole if _plain(whole) else None
+
+
+async def aplain_tail(store: Store, session_id: str, limit: int | None) -> list[Record] | None:
+    """:func:`plain_tail` through the store's awaited ``aread``."""
+    size = limit if limit is not None else _FULL_CHUNK
+    tail = await store.aread(session_id, -size)
+    if not _plain(tail):
+        return None
+    if limit is not None or len(tail) < size:
+        return tail
+    whole = await store.aread(session_id)
+    return whole if _plain(whole) else None

@@ -22,7 +22,7 @@ from chatkeep.core import (
     new_id,
     read_view,
 )
-from chatkeep.core.adapters import adapter_store
+from chatkeep.core.adapters import adapter_store, plain_tail
 from chatkeep.core.codec import MARKER
 from chatkeep.core.metadata import (
     CountMark,
@@ -102,7 +102,7 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
         # anything else (control records, tagged values, messages other chatkeep code
         # wrote, damage) goes through the view, which reports damage with its position.
         limit = self.max_messages
-        records = _plain_tail(self._store, self.session_id, limit)
+        records = plain_tail(self._store, self.session_id, limit)
         if records is not None:
             out = []
             for record in records:
@@ -191,26 +191,7 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
             await self._store.aclose()
 
 
-_MESSAGE_HEAD = b'{"type":"message"'
 _TAGGED = f'"{MARKER}"'.encode()
-_FULL_CHUNK = 2048
-
-
-def _plain_tail(store: Store, session_id: str, limit: int | None) -> list[Record] | None:
-    """The records of the view's newest ``limit`` messages (all with ``None``) when they
-    are plain message records that no control record follows, else ``None``: a retract
-    or checkpoint only changes what is before it, so a tail of message records is the
-    tail of the view. One read for a window or up to 2,048 records, two beyond."""
-    size = limit if limit is not None else _FULL_CHUNK
-    tail = store.read(session_id, -size)
-    if not all(record.data.startswith(_MESSAGE_HEAD) for record in tail):
-        return None
-    if limit is not None or len(tail) < size:
-        return tail
-    whole = store.read(session_id)
-    if not all(record.data.startswith(_MESSAGE_HEAD) for record in whole):
-        return None
-    return whole
 
 
 def _from_record(record: Record) -> BaseMessage | None:

@@ -55,7 +55,13 @@ from chatkeep.core import (
     UriContent,
 )
 
-__all__ = ["BLOCK_KEY", "UNKNOWN_TYPE", "chat_message_to_message", "message_to_chat_message"]
+__all__ = [
+    "BLOCK_KEY",
+    "UNKNOWN_TYPE",
+    "chat_message_from_record",
+    "chat_message_to_message",
+    "message_to_chat_message",
+]
 
 #: The ``additional_properties`` key (of a message and of each content) holding what the
 #: chatkeep form does not model.
@@ -214,6 +220,8 @@ def _block(fields: Mapping[str, Any]) -> Any:
 def _content(block: BaseModel) -> Content:
     """The chatkeep content for one block: mapped when the mapping rebuilds it exactly,
     else the block's fields verbatim."""
+    if type(block) is TextBlock:  # the usual block: a TextBlock is its text
+        return TextContent(block.text)
     content = _mapped(block)
     if content is not None:
         fields = _block_fields(content)
@@ -260,6 +268,39 @@ def _foreign_block(content: Content) -> Any:
     if isinstance(content, UriContent):
         return _block({"block_type": "image", "url": content.uri})
     return None
+
+
+def chat_message_from_record(raw: Any) -> ChatMessage | None:
+    """The ``ChatMessage`` a record's parsed JSON (the codec's untagged form) stands for,
+    built in one validation, when it holds only text (the usual message); ``None``
+    otherwise (then the record goes through the codec and :func:`message_to_chat_message`)."""
+    if not isinstance(raw, dict):
+        return None
+    contents = raw.get("contents")
+    if not isinstance(contents, list):
+        return None
+    blocks = []
+    for content in contents:
+        if not isinstance(content, dict) or content.get("type") != "text" or len(content) != 2:
+            return None
+        text = content.get("text")
+        if not isinstance(text, str):
+            return None
+        blocks.append({"block_type": "text", "text": text})
+    kwargs: Any = {}
+    properties = raw.get("additional_properties")
+    if isinstance(properties, dict):
+        kept = properties.get(BLOCK_KEY)
+        if kept is not None:
+            if not isinstance(kept, dict) or set(kept) != {"kwargs"}:
+                return None
+            kwargs = _unkwarg(kept["kwargs"])
+    try:
+        return ChatMessage.model_validate(
+            {"role": raw.get("role"), "blocks": blocks, "additional_kwargs": kwargs}
+        )
+    except ValidationError:
+        return None
 
 
 def message_to_chat_message(message: Message) -> ChatMessage:

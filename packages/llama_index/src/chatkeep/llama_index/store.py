@@ -18,7 +18,16 @@ from chatkeep.core import (
     encode_records,
     new_id,
 )
-from chatkeep.core.adapters import adapter_store, in_thread, native, session_lock, settled
+from chatkeep.core.adapters import (
+    adapter_store,
+    aplain_tail,
+    in_thread,
+    native,
+    plain_tail,
+    session_lock,
+    settled,
+)
+from chatkeep.core.codec import MARKER, parse_json
 from chatkeep.core.metadata import utc_stamp
 from chatkeep.core.views import (
     adelete_session,
@@ -35,7 +44,7 @@ from chatkeep.core.views import (
     read_view,
 )
 
-from .messages import chat_message_to_message, message_to_chat_message
+from .messages import chat_message_from_record, chat_message_to_message, message_to_chat_message
 
 __all__ = ["ChatkeepChatStore"]
 
@@ -44,6 +53,32 @@ T = TypeVar("T")
 
 def _chat_messages(messages: Sequence[Message]) -> list[ChatMessage]:
     return [message_to_chat_message(message) for message in messages]
+
+
+_TAGGED = f'"{MARKER}"'.encode()
+
+
+def _from_records(records: Sequence[Record] | None) -> list[ChatMessage] | None:
+    """The ChatMessages of a plain tail (:func:`~chatkeep.core.adapters.plain_tail`), each
+    built from the record's JSON in one validation; ``None`` when there is no plain tail or
+    one of its records needs the codec (tagged values) or holds more than text."""
+    if records is None:
+        return None
+    out = []
+    for record in records:
+        if _TAGGED in record.data:
+            return None
+        try:
+            raw = parse_json(record.data)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(raw, dict) or raw.get("message_id") not in (None, record.id):
+            return None
+        chat_message = chat_message_from_record(raw)
+        if chat_message is None:
+            return None
+        out.append(chat_message)
+    return out
 
 
 def _messages(chat_messages: Sequence[ChatMessage]) -> list[Message]:
@@ -100,13 +135,22 @@ class ChatkeepChatStore(BaseChatStore):
 
     # -- reads (one place, so a cache can be put in front of them) ----------------------------
 
-    def _read(self, key: str) -> list[Message]:
-        return read_view(self._store, key)
+    def _read(self, key: str) -> list[ChatMessage]:
+        # The fast path: plain message records turned straight into ChatMessages; anything
+        # else (edits, undo, forks, tagged values, other blocks, damage) goes through the
+        # view, which reports damage with its position.
+        chat_messages = _from_records(plain_tail(self._store, key, None))
+        if chat_messages is not None:
+            return chat_messages
+        return _chat_messages(read_view(self._store, key))
 
-    async def _aread(self, key: str) -> list[Message]:
-        if native(self._store):
-            return await aread_view(self._store, key)
-        return await in_thread(self._store, ("read",), self._read, key)
+    async def _aread(self, key: str) -> list[ChatMessage]:
+        if not native(self._store):
+            return await in_thread(self._store, ("read",), self._read, key)
+        chat_messages = _from_records(await aplain_tail(self._store, key, None))
+        if chat_messages is not None:
+            return chat_messages
+        return _chat_messages(await aread_view(self._store, key))
 
     # -- the sync interface ------------------------------------------------------------------
 
@@ -119,7 +163,7 @@ class ChatkeepChatStore(BaseChatStore):
 
     def get_messages(self, key: str) -> list[ChatMessage]:
         """The conversation, oldest first (``[]`` for an unknown key)."""
-        return _chat_messages(self._read(check_session_id(key)))
+        return self._read(check_session_id(key))
 
     def add_message(self, key: str, message: ChatMessage, idx: int | None = None) -> None:
         """Append ``message``, or insert it before position ``idx`` (``list.insert``
@@ -138,7 +182,7 @@ class ChatkeepChatStore(BaseChatStore):
         with session_lock(self._store, key):
             if not self._store.read(key, 0, 1):
                 return None
-            removed = self._read(key)
+            removed = read_view(self._store, key)
             if self._store.supports("delete"):
                 delete_session(self._store, key)
             else:
@@ -176,7 +220,7 @@ class ChatkeepChatStore(BaseChatStore):
 
     async def aget_messages(self, key: str) -> list[ChatMessage]:
         """Async :meth:`get_messages`."""
-        return _chat_messages(await self._aread(check_session_id(key)))
+        return await self._aread(check_session_id(key))
 
     async def async_add_message(
         self, key: str, message: ChatMessage, idx: int | None = None

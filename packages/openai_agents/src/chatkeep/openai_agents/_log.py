@@ -11,7 +11,7 @@ exactly the view every other chatkeep reader sees.
 
 from __future__ import annotations
 
-from chatkeep.core import AppendConflict, Message, Record, Store, ViewError
+from chatkeep.core import AppendConflict, Message, Record, ViewError
 from chatkeep.core.metadata import CountMark
 from chatkeep.core.views import Checkpoint, Control, ViewBuilder, parse_entry
 from chatkeep.core.views._control import CHECKPOINT, RETRACT, SPLICE, control_record
@@ -20,51 +20,12 @@ from chatkeep.core.views._ops import view_program
 from chatkeep.core.views._program import Append, AppendIf, Program, Read
 from chatkeep.core.views._walk import walk_chain
 
-__all__ = ["aplain_tail", "hide_program", "plain_tail", "pop_program"]
+__all__ = ["hide_program", "pop_program"]
 
 #: How often an operation re-reads and retries after another writer got in between.
 RETRIES = 64
 _MESSAGE_HEAD = b'{"type":"message"'
 _CHECK_TAIL = 16
-
-
-#: An unlimited read first looks at this many records from the end.
-_FULL_CHUNK = 2048
-
-
-def plain_tail(store: Store, session_id: str, limit: int | None) -> list[Record] | None:
-    """The records of the view's newest ``limit`` messages (all with ``None``), when they
-    are plain message records that no control record follows; otherwise ``None`` (then
-    the view must be walked: retracts, checkpoints or forks are about).
-
-    A retract or a checkpoint only ever changes what is *before* it, so a tail of message
-    records is the tail of the view. One read for a window or a log of up to 2,048
-    records, two for a longer log (the cost of a full load anyway).
-    """
-    size = limit if limit is not None else _FULL_CHUNK
-    tail = store.read(session_id, -size)
-    if not all(record.data.startswith(_MESSAGE_HEAD) for record in tail):
-        return None
-    if limit is not None or len(tail) < size:
-        return tail
-    whole = store.read(session_id)
-    if not all(record.data.startswith(_MESSAGE_HEAD) for record in whole):
-        return None
-    return whole
-
-
-async def aplain_tail(store: Store, session_id: str, limit: int | None) -> list[Record] | None:
-    """:func:`plain_tail` through the store's awaited ``aread``."""
-    size = limit if limit is not None else _FULL_CHUNK
-    tail = await store.aread(session_id, -size)
-    if not all(record.data.startswith(_MESSAGE_HEAD) for record in tail):
-        return None
-    if limit is not None or len(tail) < size:
-        return tail
-    whole = await store.aread(session_id)
-    if not all(record.data.startswith(_MESSAGE_HEAD) for record in whole):
-        return None
-    return whole
 
 
 class _NewestMessage(ViewBuilder):

@@ -20,7 +20,15 @@ from chatkeep.core import (
     encode_records,
     new_id,
 )
-from chatkeep.core.adapters import adapter_store, in_thread, native, session_lock, settled
+from chatkeep.core.adapters import (
+    adapter_store,
+    aplain_tail,
+    in_thread,
+    native,
+    plain_tail,
+    session_lock,
+    settled,
+)
 from chatkeep.core.codec import MARKER, parse_json
 from chatkeep.core.metadata import (
     RunningCount,
@@ -31,7 +39,7 @@ from chatkeep.core.metadata import (
 )
 from chatkeep.core.views._program import run
 
-from ._log import aplain_tail, hide_program, plain_tail, pop_program
+from ._log import hide_program, pop_program
 from .items import item_of_dict, item_to_message, message_to_items
 
 __all__ = ["ChatkeepSession", "SessionClosed"]
