@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -244,30 +243,6 @@ def test_setting_the_view_again_and_again_keeps_whole_reads_at_the_view(
     assert len(view) == 40 and view[-1].text == "r59"
     read = sum(count for *_, count in backend.reads)
     assert read <= 3 * 40 + 64, f"a whole read of a 40-message view read {read} records"
-
-
-def test_concurrent_deletes_remove_different_messages(counting_store: MakeStore) -> None:
-    """Threads popping the last message at once each get another one (``conditional``)."""
-    store, _ = counting_store()
-    fill(store, "s", 24)
-    barrier = threading.Barrier(6)
-    got: list[str] = []
-    lock = threading.Lock()
-
-    def pop_four() -> None:
-        barrier.wait(10)
-        for _ in range(4):
-            text = edit_delete(store, "s").text
-            with lock:
-                got.append(text)
-
-    threads = [threading.Thread(target=pop_four) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    assert sorted(got) == sorted(f"m{i}" for i in range(24)), "a message was removed twice"
-    assert read_view(store, "s") == []
 
 
 def test_an_edit_that_lost_a_race_on_a_plain_store_is_written_again() -> None:
