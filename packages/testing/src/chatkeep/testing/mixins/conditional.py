@@ -10,7 +10,17 @@ from typing import Any
 
 import pytest
 
-from chatkeep.core import AppendConflict, Record, RecordConflict, Store
+from chatkeep.core import (
+    AppendConflict,
+    Message,
+    Record,
+    RecordConflict,
+    Store,
+    encode_records,
+    new_id,
+    read_view,
+)
+from chatkeep.core.views import edit_delete
 
 from .._tracking import Tracker
 from .._workers import WorkerFleet
@@ -138,6 +148,33 @@ class ConditionalAppendTests(ConformanceBase):
 
         asyncio.run(scenario())
         assert [r.id for r in chatkeep_store.read(session)] == ["a", "b"]
+
+    def test_concurrent_deletes_remove_different_messages(self, chatkeep_store: Store) -> None:
+        """In-place edits (``chatkeep.core.views.edit_delete``) are appended with
+        ``append_if``: threads deleting the last message at once remove different ones."""
+        session = new_session_id("edit")
+        texts = [f"m{i}" for i in range(12)]
+        chatkeep_store.append(
+            session, encode_records([Message.user(t, message_id=new_id()) for t in texts])
+        )
+        barrier = threading.Barrier(4)
+        removed: list[str] = []
+        lock = threading.Lock()
+
+        def delete_three() -> None:
+            barrier.wait(30)
+            for _ in range(3):
+                text = edit_delete(chatkeep_store, session).text
+                with lock:
+                    removed.append(text)
+
+        threads = [threading.Thread(target=delete_three) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert sorted(removed) == sorted(texts), "a message was deleted twice"
+        assert read_view(chatkeep_store, session) == []
 
 
 class ConditionalProcessTests(ConformanceBase):

@@ -13,7 +13,6 @@ capability (``delete``); it also skips by itself when the store lacks it.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -230,7 +229,8 @@ class CheckpointTests(ConformanceBase):
 
 class EditTests(ConformanceBase):
     """In-place edits (``chatkeep.core.views.edit_*``): Python's list semantics over the
-    store, one record appended per edit, the log keeping what was replaced."""
+    store, one record appended per edit, the log keeping what was replaced (concurrent
+    edits are in :class:`~chatkeep.testing.mixins.ConditionalAppendTests`)."""
 
     def test_edits_follow_list_semantics(self, chatkeep_store: Store) -> None:
         session = new_session_id("edit")
@@ -285,33 +285,6 @@ class EditTests(ConformanceBase):
         loaded, cost = _window_cost(chatkeep_store, session)
         assert len(loaded) == _WINDOW and loaded[-1].text == "redacted"
         assert cost <= 2 * _WINDOW, f"read {cost} records for a window of {_WINDOW}"
-
-    def test_concurrent_deletes_remove_different_messages(self, chatkeep_store: Store) -> None:
-        if not chatkeep_store.supports("conditional"):
-            pytest.skip(NOT_DECLARED + "conditional")
-        session = new_session_id("edit")
-        texts = [f"m{i}" for i in range(12)]
-        chatkeep_store.append(
-            session, encode_records([Message.user(t, message_id=new_id()) for t in texts])
-        )
-        barrier = threading.Barrier(4)
-        removed: list[str] = []
-        lock = threading.Lock()
-
-        def delete_three() -> None:
-            barrier.wait(30)
-            for _ in range(3):
-                text = edit_delete(chatkeep_store, session).text
-                with lock:
-                    removed.append(text)
-
-        threads = [threading.Thread(target=delete_three) for _ in range(4)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(120)
-        assert sorted(removed) == sorted(texts), "a message was deleted twice"
-        assert read_view(chatkeep_store, session) == []
 
 
 class ForkDeletionTests(ConformanceBase):
