@@ -156,6 +156,17 @@ async def session_service(
         await close()
 
 
+@pytest.fixture(params=[*STORES, "adk_database"])
+async def database_service(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[BaseSessionService]:
+    """For ADK's tests of its DatabaseSessionService's own rules (stale sessions, event
+    order): the adapter on each store, then that service as the reference."""
+    service = make_service(request.param, request, tmp_path)
+    yield service
+    await service.close()
+
+
 @pytest.fixture
 async def chatkeep_service(store_url: str) -> AsyncIterator[ChatkeepSessionService]:
     """ChatkeepSessionService on each store (the tests of what only it does)."""

@@ -98,7 +98,10 @@ async def test_list_sessions_all_users(session_service: Any) -> None:
         await session_service.create_session(
             app_name=APP, user_id=user, session_id=session_id, state={"key": "v" + session_id}
         )
-    one = {s.id: s for s in (await session_service.list_sessions(app_name=APP, user_id="user1")).sessions}
+    one = {
+        s.id: s
+        for s in (await session_service.list_sessions(app_name=APP, user_id="user1")).sessions
+    }
     assert set(one) == {"session1a", "session1b"}
     assert one["session1a"].state == {"key": "vsession1a"}
     two = (await session_service.list_sessions(app_name=APP, user_id="user2")).sessions
@@ -252,7 +255,9 @@ async def test_padded_session_id_reads_and_deletes(session_service: Any) -> None
     got = await session_service.get_session(app_name=APP, user_id="u", session_id="order-42\n")
     assert got is not None and got.id == "order-42" and got.state["cart"] == "book"
     await session_service.delete_session(app_name=APP, user_id="u", session_id="order-42\n")
-    assert await session_service.get_session(app_name=APP, user_id="u", session_id="order-42") is None
+    assert (
+        await session_service.get_session(app_name=APP, user_id="u", session_id="order-42") is None
+    )
 
 
 async def test_create_session_with_padded_duplicate_id_raises_error(session_service: Any) -> None:
@@ -543,7 +548,9 @@ async def test_append_different_events_not_deduplicated(session_service: Any) ->
     """Mirrors ``test_append_different_events_not_deduplicated`` (upstream on the
     in-memory service): two different events that share an id are both kept."""
     session = await session_service.create_session(app_name=APP, user_id="u", session_id="multi")
-    await session_service.append_event(session, Event(id="shared", invocation_id="a", author="user"))
+    await session_service.append_event(
+        session, Event(id="shared", invocation_id="a", author="user")
+    )
     await session_service.append_event(session, Event(id="shared", invocation_id="b", author="x"))
     got = await session_service.get_session(app_name=APP, user_id="u", session_id="multi")
     assert [e.author for e in got.events] == ["user", "x"]
