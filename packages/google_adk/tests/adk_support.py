@@ -138,3 +138,54 @@ def share_state(urls: list[str], worker: int, count: int, start: Any) -> None:
 
     for url in urls:
         asyncio.run(main(url))
+
+
+# -- a store that counts what it is asked ---------------------------------------------------
+
+
+class CountingBackend:
+    """Forwards the store hooks to an open store and counts the calls and the records
+    read (``hide``: capabilities to leave out, e.g. ``{"conditional"}``)."""
+
+    def __init__(self, inner: Any, hide: frozenset[str] = frozenset()) -> None:
+        self.inner = inner
+        self.capabilities = inner.capabilities - hide
+        self.calls: dict[str, int] = {}
+        self.records_read = 0
+
+    def _count(self, hook: str) -> None:
+        self.calls[hook] = self.calls.get(hook, 0) + 1
+
+    def reset(self) -> None:
+        self.calls.clear()
+        self.records_read = 0
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None) -> Any:
+        self._count("read")
+        records = self.inner.read(session_id, start, stop)
+        self.records_read += len(records)
+        return records
+
+    def append(self, session_id: str, records: Any) -> None:
+        self._count("append")
+        self.inner.append(session_id, records)
+
+    def append_if(self, session_id: str, records: Any, after: str | None) -> None:
+        self._count("append_if")
+        self.inner.append_if(session_id, records, after=after)
+
+    def delete(self, session_id: str) -> None:
+        self._count("delete")
+        self.inner.delete(session_id)
+
+    def list_sessions(self, prefix: str | None = None) -> Any:
+        self._count("list_sessions")
+        return self.inner.list_sessions(prefix)
+
+
+def counting(url: str, hide: frozenset[str] = frozenset()) -> tuple[Any, CountingBackend]:
+    """A store over ``url`` that counts (and its counter)."""
+    from chatkeep.core import Store, open_store
+
+    backend = CountingBackend(open_store(url), hide)
+    return Store(backend, name="counting", capabilities=backend.capabilities), backend

@@ -360,14 +360,21 @@ def append_program(
     stored with its deltas and the shared state without them.
     """
     key = keys.session
-    if known is None:
+    if known is None or not conditional:
+        # No marker to append after, or no conditional append to check it with: read the
+        # log's end and judge it (without ``conditional``, a writer landing between this
+        # read and the append goes unnoticed).
         records: list[Record] = yield Read(key, -1)
         if not records:
             raise UnknownSession(f"Session {name} not found.")
-        known = parse_record(key, None, records[-1]).tail
-        latest = None if known.newest is None else known.newest[1]
-        if known.updated > session.last_update_time and latest != session.last_event_id:
+        last = parse_record(key, None, records[-1]).tail
+        if known is None:
+            latest = None if last.newest is None else last.newest[1]
+            if last.updated > session.last_update_time and latest != session.last_event_id:
+                raise StaleSession(_STALE)
+        elif last.record_id != known.record_id:
             raise StaleSession(_STALE)
+        known = last
     state = None
     if deltas["session"]:
         base = yield from _session_state(key, (), known, cache)
