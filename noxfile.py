@@ -224,11 +224,14 @@ BENCH_PEERS = [
     "moto[server]",  # --backends s3
     "langgraph-checkpoint-sqlite",  # `-- langgraph`: LangGraph's own savers
     "langgraph-checkpoint-postgres",
+    "sqlalchemy[asyncio]",  # `-- google_adk`: ADK's DatabaseSessionService, on SQLite and
+    "asyncpg",  # PostgreSQL (its documented async driver)
 ]
 BENCH_MEMBERS = [
     *("core", "sqlite", "redis", "postgres", "s3", "azure_blob"),
     *("openai_agents", "langchain", "agent_framework"),  # the framework adapters' rows
     "langgraph",  # `-- langgraph`: chatkeep_bench/langgraph.py
+    "google_adk",  # `-- google_adk`: chatkeep_bench/google_adk.py
 ]
 
 
