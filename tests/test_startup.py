@@ -33,6 +33,7 @@ HEAVY = frozenset(
         "langchain_core",
         "langgraph",
         "agent_framework",
+        "google",  # google-adk and google-genai (chatkeep-google-adk)
         "pytest",
         "hypothesis",
         "moto",
