@@ -21,20 +21,18 @@ of the same server (``asyncpg`` when installed, else ``psycopg``'s async driver)
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import secrets
-import statistics
-import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import AsyncExitStack, suppress
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from random import Random
 from typing import Any
+
+from .interleaved import ratio_table, run, summary
 
 POSTGRES = (
     os.environ.get("CHATKEEP_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/test"
@@ -150,12 +148,6 @@ async def _subjects(
     return subjects
 
 
-def _summary(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return {"median": statistics.median(ordered), "p99": p99}
-
-
 async def measure(
     backend: str, lengths: list[int], rounds: int, seed: int, workdir: Path
 ) -> list[dict[str, Any]]:
@@ -190,8 +182,8 @@ async def measure(
                         "backend": backend,
                         "service": subject.name,
                         "length": length,
-                        "turn": _summary(turns[subject.name]),
-                        "window": _summary(windows[subject.name]),
+                        "turn": summary(turns[subject.name]),
+                        "window": summary(windows[subject.name]),
                     }
                 )
             print(f"[{backend}] {length} events: done", flush=True)
@@ -201,66 +193,31 @@ async def measure(
 def table(rows: list[dict[str, Any]]) -> Iterator[str]:
     """Markdown: per backend and length, each service's medians (p99); chatkeep's rows
     as a multiple of the first peer's (ADK's DatabaseSessionService, or the in-memory one)."""
-    yield "| backend | events | service | turn ms, median (p99) | window turn ms, median (p99) |"
-    yield "|---|---:|---|---:|---:|"
-    for row in rows:
-        peer = next(
-            (
-                r
-                for r in rows
-                if r["backend"] == row["backend"]
-                and r["length"] == row["length"]
-                and not r["service"].startswith("chatkeep")
-            ),
-            None,
-        )
-
-        def cell(kind: str, row: dict[str, Any] = row, peer: dict[str, Any] | None = peer) -> str:
-            text = f"{row[kind]['median']:.2f} ({row[kind]['p99']:.2f})"
-            if row["service"].startswith("chatkeep") and peer is not None:
-                text += f" = {row[kind]['median'] / peer[kind]['median']:.2f}x"
-            return text
-
-        where = f"| {row['backend']} | {row['length']:,} | {row['service']} |"
-        yield f"{where} {cell('turn')} | {cell('window')} |"
+    return ratio_table(
+        rows,
+        "service",
+        "events",
+        [("turn", "turn ms, median (p99)"), ("window", "window turn ms, median (p99)")],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ADK session service benchmark; 0 unless nothing could be measured."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths")
-    parser.add_argument("--backends", default=",".join(BACKENDS))
-    parser.add_argument("--lengths", default="10,100,1000")
-    parser.add_argument("--rounds", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
-    lengths = [int(x) for x in args.lengths.split(",") if x]
-    rounds = args.rounds
-    if args.quick:
-        lengths, rounds = [min(lengths), max(lengths)], min(rounds, 30)
     import logging
-    import warnings
 
-    warnings.filterwarnings("ignore")
     logging.getLogger("google_adk").setLevel(logging.ERROR)
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="ckbench-adk-") as folder:
-        for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
-            if backend not in BACKENDS:
-                parser.error(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
-            try:
-                rows += asyncio.run(measure(backend, lengths, rounds, args.seed, Path(folder)))
-            except (OSError, ImportError) as exc:
-                print(f"[{backend}] skipped: {type(exc).__name__}: {exc}")
-            except Exception as exc:  # a server missing: say so, go on with the others
-                if type(exc).__module__.split(".")[0] != "psycopg":
-                    raise
-                print(f"[{backend}] skipped: {type(exc).__name__}: {exc}")
-    print()
-    for line in table(rows):
-        print(line)
-    if args.json:
-        with suppress(OSError):
-            args.json.write_text(json.dumps(rows, indent=2))
-    return 0 if rows else 1
+
+    def measure_blocking(
+        backend: str, lengths: list[int], rounds: int, seed: int, folder: Path
+    ) -> list[dict[str, Any]]:
+        return asyncio.run(measure(backend, lengths, rounds, seed, folder))
+
+    return run(
+        argv,
+        description=(__doc__ or "").split("\n\n")[0],
+        backends=BACKENDS,
+        measure=measure_blocking,
+        table=table,
+        rounds=100,
+        quick_rounds=30,
+    )

@@ -13,12 +13,10 @@ its own.
 from __future__ import annotations
 
 import os
-import secrets
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import pytest
 from google.adk.sessions import BaseSessionService
@@ -26,10 +24,10 @@ from google.adk.sessions import BaseSessionService
 from chatkeep.google_adk import ChatkeepSessionService
 from chatkeep.testing.servers import (  # noqa: F401  (fixtures)
     azure_url,
+    fresh_store_url,
     postgres_url,
     redis_url,
     s3_url,
-    with_query,
 )
 
 sys.path.insert(0, str(Path(__file__).parent))  # adk_support, also for spawned children
@@ -44,32 +42,11 @@ AGENT_STORES = ["sqlite", "postgres"]
 SHARED_STORES = ["sqlite", "postgres", "redis"]
 
 
-def _under(url: str, token: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}-{token}"))
-
-
 def url_for(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A store URL of its own on ``backend`` (a server's fixture is only pulled in when
-    its backend is asked for)."""
-    token = secrets.token_hex(6)
-    if backend == "memory":
-        return "memory://"
-    if backend == "sqlite":
-        return f"sqlite:///{tmp_path / f'adk-{token}.db'}"
+    """A store URL of its own on ``backend``; ``encrypted`` is the wrapper over SQLite."""
     if backend == "encrypted":
-        return f"encrypted+sqlite:///{tmp_path / f'adk-{token}.db'}"
-    if backend == "postgres":
-        return with_query(request.getfixturevalue("postgres_url"), namespace=f"t{token}")
-    if backend == "redis":
-        base: str = request.getfixturevalue("redis_url")
-        namespace = dict(parse_qsl(urlsplit(base).query))["namespace"]
-        return with_query(base, namespace=f"{namespace}/{token}")
-    if backend == "s3":
-        return _under(request.getfixturevalue("s3_url"), token)
-    if backend == "azure_blob":
-        return _under(request.getfixturevalue("azure_url"), token)
-    raise ValueError(backend)
+        return "encrypted+" + fresh_store_url("sqlite", request, tmp_path, name="adk")
+    return fresh_store_url(backend, request, tmp_path, name="adk")
 
 
 @pytest.fixture(autouse=True)
