@@ -110,3 +110,23 @@ async def test_a_conversation_with_a_tool_call_is_stored_and_resumed(agent_store
     assert final.state["last_answer"] == resumed["answer"]
     await again.close()
     del reference_id
+
+
+async def test_rewind_through_the_runner_undoes_a_turn() -> None:
+    """``Runner.rewind_async`` appends an event that reverses the state of the rewound
+    invocations; the next turn's model sees the conversation without them."""
+    service = ChatkeepSessionService(url="memory://")
+    runner, model = make_runner(service)
+    session = await service.create_session(app_name=APP, user_id=USER)
+    await turn(runner, session.id, "first")
+    second = await turn(runner, session.id, "second")
+    await runner.rewind_async(
+        user_id=USER, session_id=session.id, rewind_before_invocation_id=second[0].invocation_id
+    )
+    rewound = await service.get_session(app_name=APP, user_id=USER, session_id=session.id)
+    assert rewound is not None
+    assert rewound.state["last_answer"] == "you said: first (1 user messages so far)"
+    answer = await turn(runner, session.id, "third")
+    assert answer[-1].content.parts[0].text == "you said: third (2 user messages so far)"
+    seen = [c.parts[0].text for c in model.requests[-1].contents if c.role == "user"]
+    assert seen == ["first", "third"]
