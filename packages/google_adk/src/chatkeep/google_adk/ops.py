@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +25,13 @@ from .records import Entry, Tail, event_record, header_record, parse_record, sta
 from .records import state_record as _state_record
 
 __all__ = [
+    "Listed",
     "Loaded",
     "SessionView",
     "StateCache",
     "append_program",
     "create_program",
+    "list_program",
     "load_program",
     "read_state",
     "shared_state_program",
@@ -319,6 +321,43 @@ def summary_program(
             return None
         ids = parse_record(key, 0, head[0]).ids
     return tail, state, ids
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One session of a listing (JSON data; no events)."""
+
+    user_id: str
+    session_id: str
+    tail: Tail
+    state: dict[str, Any]
+    user_state: dict[str, Any]
+
+
+def list_program(
+    app_state_key: str,
+    found: Sequence[tuple[str, str | None, str | None]],
+    user_state_key: Callable[[str], str],
+    cache: StateCache,
+) -> Program[tuple[dict[str, Any], list[Listed]]]:
+    """The app's state and a summary of each session of ``found`` (its key and the ids
+    the key holds, ``None`` where it holds a digest), with its user's state (read once per
+    user); a session deleted since it was listed is left out."""
+    listed: list[Listed] = []
+    user_states: dict[str, dict[str, Any]] = {}
+    for key, user, session_id in found:
+        summary = yield from summary_program(key, user is None or session_id is None, cache)
+        if summary is None:
+            continue
+        tail, state, stored = summary
+        if stored is not None:
+            _, user, session_id = stored
+        assert user is not None and session_id is not None
+        if user not in user_states:
+            user_states[user] = yield from read_state(user_state_key(user))
+        listed.append(Listed(user, session_id, tail, state, user_states[user]))
+    app_state = yield from read_state(app_state_key)
+    return app_state, listed
 
 
 # -- append --------------------------------------------------------------------------------

@@ -25,9 +25,9 @@ from .ops import (
     StateCache,
     append_program,
     create_program,
+    list_program,
     load_program,
     read_state,
-    summary_program,
 )
 from .records import Tail
 
@@ -229,36 +229,26 @@ class ChatkeepSessionService(BaseSessionService):
         found = []
         for key in await self._keys(prefix):
             ids = layout.parse(app_key, key)
-            if ids is None:
-                continue
-            hashed = ids[0] is None or ids[1] is None
-            summary = await self._run(summary_program(key, hashed, self._states), _READS)
-            if summary is None:
-                continue  # deleted since it was listed
-            tail, state, stored_ids = summary
-            user, session_id = ids
-            if stored_ids is not None:
-                _, user, session_id = stored_ids
-            assert user is not None and session_id is not None
-            found.append((tail, user, session_id, state))
-        app_state = await self._run(read_state(layout.app_state_key(app_name)), _READS)
-        user_states: dict[str, dict[str, Any]] = {}
-        sessions = []
-        for tail, user, session_id, state in found:
-            if user not in user_states:
-                user_key = layout.user_state_key(app_name, user)
-                user_states[user] = await self._run(read_state(user_key), _READS)
-            merged = _merged(state, app_state, user_states[user])
-            sessions.append(
-                _session(
-                    app_name=app_name,
-                    user_id=user,
-                    id=session_id,
-                    state=merged,
-                    events=[],
-                    tail=tail,
-                )
+            if ids is not None:
+                found.append((key, *ids))
+        program = list_program(
+            layout.app_state_key(app_name),
+            found,
+            lambda user: layout.user_state_key(app_name, user),
+            self._states,
+        )
+        app_state, listed = await self._run(program, _READS)
+        sessions = [
+            _session(
+                app_name=app_name,
+                user_id=item.user_id,
+                id=item.session_id,
+                state=_merged(item.state, app_state, item.user_state),
+                events=[],
+                tail=item.tail,
             )
+            for item in listed
+        ]
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=sessions)
 
