@@ -37,6 +37,7 @@ MEMBERS = {
     "langchain": "packages/langchain",
     "agent_framework": "packages/agent_framework",
     "langgraph": "packages/langgraph",
+    "pydantic_ai": "packages/pydantic_ai",
 }
 BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob", "encrypted"]
 TYPED = ["core/src", *(f"{path}/src" for name, path in MEMBERS.items() if name != "core")]
