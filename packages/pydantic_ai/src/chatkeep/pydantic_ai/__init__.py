@@ -26,7 +26,7 @@ if __name__ != "chatkeep.pydantic_ai":  # pragma: no cover - only when sys.path 
 if sys.version_info < (3, 11):  # pragma: no cover - Pydantic AI itself needs 3.11
     raise ImportError("chatkeep-pydantic-ai needs Python 3.11 or later (as Pydantic AI does)")
 
-from .convert import PAYLOAD_KEY, to_chatkeep  # noqa: E402
-from .store import DEFAULT_PREFIX, ChatkeepConversationStore  # noqa: E402
+from .convert import PAYLOAD_KEY, to_chatkeep
+from .store import DEFAULT_PREFIX, ChatkeepConversationStore
 
 __all__ = ["DEFAULT_PREFIX", "PAYLOAD_KEY", "ChatkeepConversationStore", "to_chatkeep"]

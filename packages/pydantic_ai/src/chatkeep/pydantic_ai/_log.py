@@ -134,15 +134,15 @@ def _entries(session_id: str, messages: Sequence[Message]) -> list[ConversationE
     return entries
 
 
-def _view(session_id: str, limit: int | None = None, *, track: bool = False) -> Program[ViewBuilder]:
+def _view(
+    session_id: str, limit: int | None = None, *, track: bool = False
+) -> Program[ViewBuilder]:
     builder = ViewBuilder(limit, track_stored=track)
     yield from walk_chain(builder, session_id)
     return builder
 
 
-def _view_at(
-    session_id: str, entry_id: str, limit: int | None
-) -> Program[list[Message] | None]:
+def _view_at(session_id: str, entry_id: str, limit: int | None) -> Program[list[Message] | None]:
     """The view right after the record ``entry_id`` of ``session_id``'s chain (its log or
     the logs it forked from) was appended, or ``None`` if the chain has no such record."""
     found = yield from find_record(session_id, entry_id)
@@ -257,8 +257,7 @@ def write_program(
         else:
             body = [state_record(record=record_json)]
         batch = [*prefix, *body]
-        for op in before:
-            yield op
+        yield from before
         if conditional:
             try:
                 yield AppendIf(session_id, batch, head.last_id)
@@ -294,7 +293,9 @@ def _plan(
             holder, position = found
             # Registered with the holder first, as chatkeep.core's fork does: deleting it
             # then finds this fork and hands it a copy of what it shares.
-            register = Append(holder, [control_record(FORKED, child=session_id, position=position + 1)])
+            register = Append(
+                holder, [control_record(FORKED, child=session_id, position=position + 1)]
+            )
             link = control_record(FORK, parent=holder, position=position + 1, anchor=base)
             return [register], [link]
         raise Missing(base)

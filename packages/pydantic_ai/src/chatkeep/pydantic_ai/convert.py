@@ -13,7 +13,8 @@ user prompt                 :class:`TextContent` for text; :class:`UriContent` f
                             URL; :class:`DataContent` for binary content (role ``user``)
 tool return                 :class:`FunctionResultContent` (role ``tool`` when the request
                             holds no user prompt)
-retry prompt                :class:`FunctionResultContent` with the retry text as the
+retry feedback              :class:`TextContent` (the retry text the model is sent)
+retry prompt (deprecated)   :class:`FunctionResultContent` with the retry text as the
                             exception for a tool, else :class:`TextContent`
 text                        :class:`TextContent` (role ``assistant``)
 tool call                   :class:`FunctionCallContent` (arguments as the model gave them)
@@ -49,6 +50,7 @@ from pydantic_ai.messages import (
     ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
+    RetryFeedbackPart,
     RetryPromptPart,
     SystemPromptPart,
     TextPart,
@@ -57,6 +59,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.messages import TextContent as PromptText
 from typing_extensions import NotRequired, TypedDict
 
 from chatkeep.core import (
@@ -201,11 +204,14 @@ def _request_contents(message: ModelRequest) -> tuple[str, list[Content]]:
                     contents.append(UriContent(item.url, item.media_type))
                 elif isinstance(item, BinaryContent):
                     contents.append(DataContent(bytes(item.data), item.media_type))
-                elif isinstance(getattr(item, "text", None), str):
-                    contents.append(TextContent(item.text))
+                elif isinstance(item, PromptText):
+                    contents.append(TextContent(item.content))
         elif isinstance(part, ToolReturnPart):
             kinds.add("tool")
             contents.append(FunctionResultContent(part.tool_call_id, part.model_response_str()))
+        elif isinstance(part, RetryFeedbackPart):
+            kinds.add("user")
+            contents.append(TextContent(part.model_response()))
         elif isinstance(part, RetryPromptPart):
             if part.tool_name is None:
                 kinds.add("user")
@@ -225,7 +231,11 @@ def _response_contents(message: ModelResponse) -> list[Content]:
         if isinstance(part, TextPart):
             contents.append(TextContent(part.content))
         elif isinstance(part, ToolCallPart):
-            contents.append(FunctionCallContent(part.tool_call_id, part.tool_name, part.args))
+            args = part.args
+            arguments = (
+                args if args is None or isinstance(args, (str, dict)) else part.args_as_dict()
+            )
+            contents.append(FunctionCallContent(part.tool_call_id, part.tool_name, arguments))
         elif isinstance(part, ThinkingPart):
             contents.append(ReasoningContent(part.content, protected_data=part.signature))
     return contents
@@ -252,7 +262,7 @@ def entry_records(
     dumped = ModelMessagesTypeAdapter.dump_python([entry.message for entry in entries], mode="json")
     messages = []
     last = len(entries) - 1
-    for index, (entry, message_json) in enumerate(zip(entries, dumped)):
+    for index, (entry, message_json) in enumerate(zip(entries, dumped, strict=True)):
         payload: dict[str, Any] = {"parent": entry.parent_id, "message": message_json}
         if record is not None and index == last:
             payload["record"] = record

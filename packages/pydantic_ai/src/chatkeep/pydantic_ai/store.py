@@ -290,11 +290,11 @@ class ChatkeepConversationStore(ConversationStore):
             return []
         best: list[tuple[Any, int, ConversationRecord]] = []  # a min-heap by updated_at
         for number, (session_id, updated) in enumerate(self._conversations()):
-            if limit is not None and len(best) >= limit and updated is not None:
-                # Every later conversation was last appended to before this one, so its
-                # save time is older than the newest `limit` found so far: stop.
-                if updated + _CLOCK_SKEW < best[0][0]:
-                    break
+            # Every later conversation was last appended to before this one, so once this
+            # one's last append is older than the newest `limit` found so far, stop.
+            full = limit is not None and len(best) >= limit
+            if full and updated is not None and updated + _CLOCK_SKEW < best[0][0]:
+                break
             record = run(self._store, head_program(session_id)).record
             if record is None or (scope is not None and record.scope != scope):
                 continue
@@ -319,7 +319,9 @@ class ChatkeepConversationStore(ConversationStore):
                 return session_id
         return None
 
-    def _sources(self, record: ConversationRecord, entries: Sequence[ConversationEntry]) -> list[str]:
+    def _sources(
+        self, record: ConversationRecord, entries: Sequence[ConversationEntry]
+    ) -> list[str]:
         """Sessions whose chains may hold the entry a write's history goes on from."""
         base = entries[0].parent_id if entries else record.head_id
         sources = []
@@ -358,7 +360,6 @@ class ChatkeepConversationStore(ConversationStore):
         ids: list[str | None] = [entry.id for entry in entries]
         ids += [record.head_id, *record.branches]
         self._note(session_id, ids)
-        if record.forked_at is not None and record.forked_from is not None:
-            if record.forked_at not in self._where:
-                self._note(self.session_id(record.forked_from), (record.forked_at,))
-
+        forked_at, forked_from = record.forked_at, record.forked_from
+        if forked_at is not None and forked_from is not None and forked_at not in self._where:
+            self._note(self.session_id(forked_from), (forked_at,))
