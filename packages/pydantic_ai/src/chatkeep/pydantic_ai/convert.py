@@ -231,11 +231,10 @@ def _response_contents(message: ModelResponse) -> list[Content]:
         if isinstance(part, TextPart):
             contents.append(TextContent(part.content))
         elif isinstance(part, ToolCallPart):
-            args = part.args
-            arguments = (
-                args if args is None or isinstance(args, (str, dict)) else part.args_as_dict()
-            )
-            contents.append(FunctionCallContent(part.tool_call_id, part.tool_name, arguments))
+            args: Any = part.args
+            if not (args is None or isinstance(args, (str, dict))):
+                args = part.args_as_dict()  # a typed argument object of a special tool
+            contents.append(FunctionCallContent(part.tool_call_id, part.tool_name, args))
         elif isinstance(part, ThinkingPart):
             contents.append(ReasoningContent(part.content, protected_data=part.signature))
     return contents
