@@ -229,6 +229,7 @@ BENCH_MEMBERS = [
     *("core", "sqlite", "redis", "postgres", "s3", "azure_blob"),
     *("openai_agents", "langchain", "agent_framework"),  # the framework adapters' rows
     "langgraph",  # `-- langgraph`: chatkeep_bench/langgraph.py
+    "pydantic_ai",  # `-- pydantic-ai`: chatkeep_bench/pydantic_ai_store.py
 ]
 
 

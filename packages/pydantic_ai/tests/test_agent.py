@@ -162,7 +162,8 @@ RESUME = textwrap.dedent(
     def weather_model(messages, info):
         asked = [p.content for m in messages if m.kind == "request"
                  for p in m.parts if isinstance(p, UserPromptPart)]
-        return ModelResponse(parts=[TextPart(f"You asked {{len(asked)}} questions; first: {{asked[0]}}")])
+        text = f"You asked {{len(asked)}} questions; first: {{asked[0]}}"
+        return ModelResponse(parts=[TextPart(text)])
 
     async def main():
         agent = Agent(FunctionModel(weather_model))

@@ -33,6 +33,7 @@ from chatkeep.core.views._walk import find_record, walk_chain, walk_from
 from .convert import (
     Corrupt,
     copy_for_checkpoint,
+    entries_of_records,
     entry_of_message,
     entry_of_record,
     entry_records,
@@ -108,16 +109,11 @@ def head_program(session_id: str) -> Program[Head]:
 def _plain_entries(session_id: str, records: Sequence[Record]) -> list[ConversationEntry] | None:
     """The entries of ``records`` when every one is a plain entry record (then they are the
     end of the view as they are); ``None`` otherwise."""
-    entries = []
-    for index, record in enumerate(records):
-        try:
-            entry = entry_of_record(record)
-        except Corrupt as exc:
-            raise _corrupt(session_id, index - len(records), record.id, exc) from None
-        if entry is None:
-            return None
-        entries.append(entry)
-    return entries
+    try:
+        return entries_of_records(records)
+    except Corrupt as exc:
+        index = exc.args[1] if len(exc.args) > 1 else 0
+        raise _corrupt(session_id, index - len(records), records[index].id, exc) from None
 
 
 def _entries(session_id: str, messages: Sequence[Message]) -> list[ConversationEntry]:

@@ -47,7 +47,6 @@ from pydantic_ai.messages import (
     BinaryContent,
     FileUrl,
     ModelMessage,
-    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     RetryFeedbackPart,
@@ -74,7 +73,7 @@ from chatkeep.core import (
     UriContent,
     encode_records,
 )
-from chatkeep.core.codec import MARKER
+from chatkeep.core.codec import MARKER, message_to_dict
 from chatkeep.core.views._control import MESSAGE_HEAD, STATE, control_record, is_control_data
 
 __all__ = [
@@ -82,6 +81,7 @@ __all__ = [
     "PAYLOAD_KEY",
     "Corrupt",
     "State",
+    "entries_of_records",
     "entry_of_message",
     "entry_of_record",
     "entry_records",
@@ -167,16 +167,24 @@ _PAYLOAD: pydantic.TypeAdapter[_Payload] = pydantic.TypeAdapter(_Payload)
 _STATE_ROW: pydantic.TypeAdapter[_StateRow] = pydantic.TypeAdapter(_StateRow)
 _RECORD_ROW: pydantic.TypeAdapter[_RecordRow] = pydantic.TypeAdapter(_RecordRow)
 _RECORD: pydantic.TypeAdapter[_RecordBox] = pydantic.TypeAdapter(_RecordBox)
+_ROWS: pydantic.TypeAdapter[list[_Row]] = pydantic.TypeAdapter(list[_Row])
+#: One message, written with ModelMessagesTypeAdapter's settings.
+_MESSAGE: pydantic.TypeAdapter[ModelMessage] = pydantic.TypeAdapter(ModelMessage, config=_CONFIG)
+_dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
-def record_to_json(record: ConversationRecord) -> dict[str, Any]:
-    """``record`` as JSON-ready data (pydantic's JSON mode, bytes as base64)."""
-    data: dict[str, Any] = _RECORD.dump_python({"record": record}, mode="json")["record"]
-    return data
+def _json_bytes(value: Any) -> bytes:
+    return _dumps(value).encode("utf-8")
+
+
+def record_to_json(record: ConversationRecord) -> bytes:
+    """``record`` as JSON (pydantic's, bytes as base64)."""
+    boxed = _RECORD.dump_json({"record": record})
+    return boxed[len(b'{"record":') : -1]
 
 
 def record_of_json(data: Mapping[str, Any]) -> ConversationRecord:
-    """The record :func:`record_to_json` wrote."""
+    """The record :func:`record_to_json` wrote (parsed)."""
     return _RECORD.validate_json(json.dumps({"record": data}))["record"]
 
 
@@ -253,29 +261,69 @@ def to_chatkeep(message: ModelMessage) -> Message:
 def entry_records(
     entries: Sequence[ConversationEntry],
     *,
-    record: Mapping[str, Any] | None,
+    record: bytes | None,
     stored_at: str,
 ) -> list[Record]:
     """The message records of ``entries`` (record id = entry id); the last one carries
-    ``record`` (a conversation record's JSON, see :func:`record_to_json`) when given."""
-    dumped = ModelMessagesTypeAdapter.dump_python([entry.message for entry in entries], mode="json")
-    messages = []
+    ``record`` (a conversation record's JSON, see :func:`record_to_json`) when given.
+
+    Each record is the codec's message JSON with Pydantic AI's own JSON of the message
+    spliced in as it was written (no second walk over it); one whose JSON holds the
+    codec's tag key goes the codec's long way, so it decodes the same either way."""
+    records = []
     last = len(entries) - 1
-    for index, (entry, message_json) in enumerate(zip(entries, dumped, strict=True)):
-        payload: dict[str, Any] = {"parent": entry.parent_id, "message": message_json}
-        if record is not None and index == last:
-            payload["record"] = record
-        message = to_chatkeep(entry.message)
-        message.message_id = entry.id
-        message.additional_properties = {PAYLOAD_KEY: payload}
-        messages.append(message)
-    return encode_records(messages, stored_at=stored_at)
+    stamp = _json_bytes(stored_at)
+    for index, entry in enumerate(entries):
+        message_json = _MESSAGE.dump_json(entry.message)
+        carried = record if index == last else None
+        shown = to_chatkeep(entry.message)
+        if _TAGGED in message_json or (carried is not None and _TAGGED in carried):
+            records.append(_tagged_record(entry, shown, message_json, carried, stored_at))
+            continue
+        head = message_to_dict(shown)
+        parts = [
+            b'{"type":"message","role":',
+            _json_bytes(head["role"]),
+            b',"contents":',
+            _json_bytes(head["contents"]),
+        ]
+        if "author_name" in head:
+            parts += [b',"author_name":', _json_bytes(head["author_name"])]
+        parts += [
+            b',"message_id":',
+            _json_bytes(entry.id),
+            b',"additional_properties":{"pydantic_ai":{"parent":',
+            _json_bytes(entry.parent_id),
+            b',"message":',
+            message_json,
+        ]
+        if carried is not None:
+            parts += [b',"record":', carried]
+        parts += [b'},"chatkeep.stored_at":', stamp, b"}}"]
+        records.append(Record(entry.id, b"".join(parts)))
+    return records
 
 
-def state_record(*, record: Mapping[str, Any] | None) -> Record:
+def _tagged_record(
+    entry: ConversationEntry,
+    shown: Message,
+    message_json: bytes,
+    record: bytes | None,
+    stored_at: str,
+) -> Record:
+    payload: dict[str, Any] = {"parent": entry.parent_id, "message": json.loads(message_json)}
+    if record is not None:
+        payload["record"] = json.loads(record)
+    shown.message_id = entry.id
+    shown.additional_properties = {PAYLOAD_KEY: payload}
+    (encoded,) = encode_records([shown], stored_at=stored_at)
+    return encoded
+
+
+def state_record(*, record: bytes | None) -> Record:
     """A ``chatkeep.state`` control record holding a conversation record's JSON, or saying
     the conversation was deleted (``record=None``)."""
-    state: dict[str, Any] = {"deleted": True} if record is None else {"record": dict(record)}
+    state: dict[str, Any] = {"deleted": True} if record is None else {"record": json.loads(record)}
     return control_record(STATE, owner=OWNER, state=state)
 
 
@@ -318,6 +366,29 @@ def entry_of_record(record: Record) -> ConversationEntry | None:
     if row["message_id"] != record.id:
         raise Corrupt(f"entry id {row['message_id']!r} does not match its record")
     return _entry(record.id, row["additional_properties"]["pydantic_ai"])
+
+
+def entries_of_records(records: Sequence[Record]) -> list[ConversationEntry] | None:
+    """:func:`entry_of_record` of every record, in one pass of pydantic's parser; ``None``
+    unless every record is a plain entry record of this adapter.
+
+    Raises :class:`Corrupt` (with the record's index in ``args[1]``) if one does not parse."""
+    for record in records:
+        data = record.data
+        if not data.startswith(MESSAGE_HEAD) or _TAGGED in data or _PAYLOAD_BYTES not in data:
+            return None
+    try:
+        rows = _ROWS.validate_json(b"[" + b",".join(record.data for record in records) + b"]")
+    except pydantic.ValidationError as exc:
+        errors = exc.errors()
+        index = errors[0]["loc"][0] if errors and errors[0].get("loc") else 0
+        raise Corrupt(f"not a Pydantic AI entry: {_first_error(exc)}", index) from None
+    entries = []
+    for index, (record, row) in enumerate(zip(records, rows, strict=True)):
+        if row["message_id"] != record.id:
+            raise Corrupt(f"entry id {row['message_id']!r} does not match its record", index)
+        entries.append(_entry(record.id, row["additional_properties"]["pydantic_ai"]))
+    return entries
 
 
 def entry_of_message(message: Message) -> ConversationEntry | None:
