@@ -33,6 +33,7 @@ HEAVY = frozenset(
         "langchain_core",
         "langgraph",
         "agent_framework",
+        "pydantic_ai",
         "pytest",
         "hypothesis",
         "moto",
