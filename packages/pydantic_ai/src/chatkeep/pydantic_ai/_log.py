@@ -49,6 +49,7 @@ __all__ = [
     "entry_program",
     "head_program",
     "history_program",
+    "tail_entries",
     "write_program",
 ]
 
@@ -56,8 +57,9 @@ __all__ = [
 #: changing the conversation (a fork registering itself, say).
 RETRIES = 64
 #: Records read from the end of a log to find the conversation's record (its last record
-#: holds it, unless forks registered themselves since).
-_TAIL = 8
+#: holds it, unless forks registered themselves since); a conversation this short is read
+#: whole by that one read.
+_TAIL = 16
 #: An unlimited history first reads this many records from the end.
 _FULL_CHUNK = 2048
 
@@ -72,6 +74,11 @@ class Head:
     last_id: str | None
     #: The newest state is a deletion marker (the log is being erased, or cannot be).
     deleted: bool = False
+    #: The records the read found at the end of the log, and whether they are all of it:
+    #: the history ending at a head among them never changes (entries are immutable), so a
+    #: load reads it from here instead of reading again.
+    tail: tuple[Record, ...] = ()
+    whole: bool = False
 
 
 class Missing(LookupError):
@@ -100,10 +107,26 @@ def head_program(session_id: str) -> Program[Head]:
                 last = records[-1].id
                 if state[0] == "deleted":
                     return Head(None, last, deleted=True)
-                return Head(state[1], last)
+                return Head(state[1], last, tail=tuple(records), whole=len(records) < size)
         if len(records) < size:
             return Head(None, records[-1].id if records else None)
         size *= 8
+
+
+def tail_entries(
+    session_id: str, head: Head, head_id: str, limit: int | None
+) -> list[ConversationEntry] | None:
+    """The history ending at ``head_id`` from the records ``head`` was read with, when they
+    hold it (plain entry records ending at ``head_id``: all of the log, or ``limit`` of
+    them); ``None`` otherwise. No store read."""
+    records = head.tail
+    if not records or records[-1].id != head_id:
+        return None
+    if limit is not None and len(records) >= limit:
+        records = records[-limit:]
+    elif not head.whole:
+        return None
+    return _plain_entries(session_id, records)
 
 
 def _plain_entries(session_id: str, records: Sequence[Record]) -> list[ConversationEntry] | None:

@@ -28,6 +28,7 @@ from ._log import (
     entry_program,
     head_program,
     history_program,
+    tail_entries,
     write_program,
 )
 
@@ -165,14 +166,14 @@ class ChatkeepConversationStore(ConversationStore):
             )
 
         try:
-            head = await settled(self._execute(program(()), ("read", "append_if", "append")))
+            head = await self._write(program(()), ("read", "append_if", "append"))
         except Missing as missing:
             # Built on an entry this object has not met: find its conversation, then retry.
             holder = await in_thread(self._store, None, self._search, missing.entry_id, sources)
             if holder is None:
                 raise ConversationConflict(record.conversation_id) from None
             try:
-                head = await settled(self._execute(program([holder]), None))
+                head = await self._write(program([holder]), None)
             except Missing:
                 raise ConversationConflict(record.conversation_id) from None
         except ConversationConflict:
@@ -221,8 +222,12 @@ class ChatkeepConversationStore(ConversationStore):
             return []
         sessions = self._hints(head_id)
         at_end = bool(sessions) and self._is_head(sessions[0], head_id)
-        program = history_program(sessions, head_id, limit, at_end=at_end)
-        entries = await self._execute(program, ("read",))
+        entries = None
+        if at_end:  # the read that found the head may hold the history too
+            entries = tail_entries(sessions[0], self._heads[sessions[0]], head_id, limit)
+        if entries is None:
+            program = history_program(sessions, head_id, limit, at_end=at_end)
+            entries = await self._execute(program, ("read",))
         if entries is None:
             holder = await in_thread(self._store, None, self._search, head_id, sessions)
             if holder is not None:
@@ -265,6 +270,14 @@ class ChatkeepConversationStore(ConversationStore):
         self.close()
 
     # -- the work ----------------------------------------------------------------------------
+
+    async def _write(self, program: Program[T], hooks: tuple[str, ...] | None) -> T:
+        """:meth:`_execute` for a write, finished even if the caller is cancelled meanwhile
+        (run inline, it cannot be interrupted anyway)."""
+        store = self._store
+        if hooks is not None and not native(store) and store.inline_hooks.issuperset(hooks):
+            return run(store, program)
+        return await settled(self._execute(program, hooks))
 
     async def _execute(self, program: Program[T], hooks: tuple[str, ...] | None) -> T:
         """Run ``program`` on the store: awaited on the caller's loop where the store's
