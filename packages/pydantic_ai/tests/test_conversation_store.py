@@ -712,3 +712,26 @@ async def test_the_record_is_a_copy(conversation_store: ChatkeepConversationStor
     again = await conversation_store.read_record("c")
     assert again is not None and again.branches == []
     assert replace(again, revision=record.revision) != record  # the appended branch
+
+
+async def test_two_handles_write_what_the_other_saved(
+    conversation_store: ChatkeepConversationStore,
+) -> None:
+    """A handle that read an older revision still writes on top of the newer one another
+    handle saved when it names that one (what it read last is only a hint)."""
+    first = fresh(conversation_store)
+    assert isinstance(first, ChatkeepConversationStore)
+    second = ChatkeepConversationStore(store=first.store, prefix=first.prefix)
+    await first.save(Conversation(messages=turns(1), conversation_id="c"))
+    stale = await first.read_record("c")
+    loaded = await second.load("c")
+    assert stale is not None and loaded is not None
+    loaded.messages.append(answer("from the second"))
+    await second.save(loaded)
+    newer = await second.read_record("c")
+    assert newer is not None and newer.revision != stale.revision
+    moved = replace(newer, revision="next", usage=RunUsage(requests=7))
+    await first.write_record(moved, expected_revision=newer.revision)
+    assert (await first.read_record("c")) == moved
+    with pytest.raises(ConversationConflict):
+        await first.write_record(replace(moved, revision="x"), expected_revision=stale.revision)

@@ -264,7 +264,11 @@ def write_program(
     record_json = record_to_json(record)
     stamp = utc_stamp()
     for attempt in range(RETRIES):
-        head = known if attempt == 0 and known is not None and conditional else None
+        head = None
+        if attempt == 0 and conditional and known is not None and known.record is not None:
+            # Trusted only for the revision expected: the conditional append then proves
+            # the log unchanged since it was read; anything else is read afresh.
+            head = known if known.record.revision == expected_revision else None
         if head is None:
             head = yield from head_program(session_id)
         current = head.record.revision if head.record is not None else None

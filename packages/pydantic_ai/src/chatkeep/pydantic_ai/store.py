@@ -39,8 +39,10 @@ T = TypeVar("T")
 #: The session id of conversation ``C`` is ``DEFAULT_PREFIX + C`` unless ``prefix=`` says.
 DEFAULT_PREFIX = "pydantic-ai:"
 _MAX_PREFIX = 64
-# How many entry ids (and conversation heads) a store object remembers the session of.
+# How many entry ids a store object remembers the session of, and how many conversations'
+# last-read ends (up to 16 records each) it keeps.
 _REMEMBERED = 65_536
+_HEADS_REMEMBERED = 1_024
 # How much earlier than the store's clock a record's updated_at may be, for the newest-first
 # listing to stop reading (a record's save time comes from the saving process's clock).
 _CLOCK_SKEW = timedelta(seconds=2)
@@ -364,7 +366,7 @@ class ChatkeepConversationStore(ConversationStore):
         self, session_id: str, head: Head, entries: Sequence[ConversationEntry] = ()
     ) -> None:
         heads = self._heads
-        if len(heads) > _REMEMBERED:
+        if len(heads) > _HEADS_REMEMBERED:
             heads.clear()
         heads[session_id] = head
         record = head.record
