@@ -9,10 +9,11 @@ on each of SQLite, PostgreSQL and Redis, then once each on S3 (moto's server), A
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from chatkeep.core import Record, Store, open_store
 from chatkeep.pydantic_ai import ChatkeepConversationStore
 from chatkeep.testing.servers import (  # noqa: F401  (fixtures)
     azure_url,
@@ -24,8 +25,34 @@ from chatkeep.testing.servers import (  # noqa: F401  (fixtures)
     store_url,
 )
 
-#: Every backend the contract tests run on.
-ALL_BACKENDS = ("sqlite", "postgres", "redis", "s3", "azure", "encrypted")
+#: Every backend the contract tests run on ("bare": a backend with the two hooks and a
+#: listing only, no conditional appends, no delete, no recent index).
+ALL_BACKENDS = ("sqlite", "postgres", "redis", "s3", "azure", "encrypted", "bare")
+
+
+class Bare:
+    """A third-party backend at its smallest: ``append``, ``read`` and ``list_sessions``
+    over another store."""
+
+    capabilities = frozenset({"list_sessions"})
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+
+    def append(self, session_id: str, records: list[Record]) -> None:
+        self.inner.append(session_id, records)
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        return self.inner.read(session_id, start, stop)
+
+    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+        return self.inner.list_sessions(prefix)
+
+
+@pytest.fixture
+def bare_url() -> str:
+    """Stands for the bare backend (the conversation store is made from a Store)."""
+    return "bare"
 
 
 @pytest.fixture
@@ -54,6 +81,14 @@ def backend_url(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def conversation_store(backend_url: str) -> AsyncIterator[ChatkeepConversationStore]:
     """A conversation store with a prefix of its own on each backend in turn."""
-    store = ChatkeepConversationStore(url=backend_url, prefix=f"t{secrets.token_hex(4)}:")
+    prefix = f"t{secrets.token_hex(4)}:"
+    if backend_url == "bare":
+        inner = open_store("memory://")
+        store = ChatkeepConversationStore(store=Store(Bare(inner), name="bare"), prefix=prefix)
+        assert not store.store.supports("conditional") and not store.store.supports("delete")
+        yield store
+        inner.close()
+        return
+    store = ChatkeepConversationStore(url=backend_url, prefix=prefix)
     yield store
     await store.aclose()
