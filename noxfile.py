@@ -38,6 +38,7 @@ MEMBERS = {
     "agent_framework": "packages/agent_framework",
     "langgraph": "packages/langgraph",
     "google_adk": "packages/google_adk",
+    "pydantic_ai": "packages/pydantic_ai",
 }
 BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob", "encrypted"]
 TYPED = ["core/src", *(f"{path}/src" for name, path in MEMBERS.items() if name != "core")]
@@ -224,14 +225,15 @@ BENCH_PEERS = [
     "moto[server]",  # --backends s3
     "langgraph-checkpoint-sqlite",  # `-- langgraph`: LangGraph's own savers
     "langgraph-checkpoint-postgres",
-    "sqlalchemy[asyncio]",  # `-- google_adk`: ADK's DatabaseSessionService, on SQLite and
+    "sqlalchemy[asyncio]",  # `-- google-adk`: ADK's DatabaseSessionService, on SQLite and
     "asyncpg",  # PostgreSQL (its documented async driver)
 ]
 BENCH_MEMBERS = [
     *("core", "sqlite", "redis", "postgres", "s3", "azure_blob"),
     *("openai_agents", "langchain", "agent_framework"),  # the framework adapters' rows
     "langgraph",  # `-- langgraph`: chatkeep_bench/langgraph.py
-    "google_adk",  # `-- google_adk`: chatkeep_bench/google_adk.py
+    "google_adk",  # `-- google-adk`: chatkeep_bench/google_adk.py
+    "pydantic_ai",  # `-- pydantic-ai`: chatkeep_bench/pydantic_ai_store.py
 ]
 
 

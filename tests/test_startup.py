@@ -34,6 +34,7 @@ HEAVY = frozenset(
         "langgraph",
         "agent_framework",
         "google",  # google-adk and google-genai (chatkeep-google-adk)
+        "pydantic_ai",
         "pytest",
         "hypothesis",
         "moto",

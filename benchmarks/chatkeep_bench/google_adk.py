@@ -1,7 +1,7 @@
 """Google ADK session services: chatkeep's ``ChatkeepSessionService`` against ADK's own on
 the same backend, side by side in one interleaved run.
 
-    python benchmarks/run.py google_adk [--quick] [--backends memory,sqlite,postgres]
+    python benchmarks/run.py google-adk [--quick] [--backends memory,sqlite,postgres]
                                         [--lengths 10,100,1000] [--rounds 100] [--json f]
 
 **A turn** is what ADK's ``Runner`` asks of its session service for one user message and

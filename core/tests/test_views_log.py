@@ -25,17 +25,14 @@ from chatkeep.core import (
 from chatkeep.core.views import (
     CORRUPT,
     MESSAGE,
-    NOTE,
     alist_conversations,
     aread_log,
     build_view,
     decode_log,
     is_internal_session,
     list_conversations,
-    note_record,
     read_log,
 )
-from chatkeep.core.views._control import Control, parse_entry
 
 
 def turn(store: Store, session: str, text: str) -> None:
@@ -160,67 +157,3 @@ def test_a_view_built_in_memory_matches_the_stored_one() -> None:
         expected = read_view(store, "s", limit=limit)
         assert build_view("s", records, limit=limit) == expected
         assert build_view("s", as_dicts, limit=limit) == expected
-
-
-def test_a_note_keeps_its_data_outside_every_view() -> None:
-    """An adapter's own records (``chatkeep.note``) sit in the log beside the messages: the
-    view, its count, undo, forks and erasure all read past them, and the raw log shows
-    them with their data exactly as written (bytes, datetimes and NaN included)."""
-    import datetime as dt
-    import math
-
-    from chatkeep.core import delete_session
-    from chatkeep.core.metadata import describe_session
-
-    data = {
-        "state": {"when": dt.datetime(2026, 1, 2, 3, 4, 5), "blob": b"\x00\xff", "x": math.inf},
-        "user": {"__chatkeep__": "not a tag"},
-    }
-    store = open_store("memory://")
-    store.append("s", [note_record("my-adapter", data)])
-    turn(store, "s", "one")
-    store.append("s", [note_record("my-adapter", [1, 2])])
-    turn(store, "s", "two")
-    store.append("s", [note_record("my-adapter", None)])
-
-    assert [m.text for m in read_view(store, "s")] == ["one", "re one", "two", "re two"]
-    assert [m.text for m in read_view(store, "s", limit=3)] == ["re one", "two", "re two"]
-    assert describe_session(store, "s", exact=True).messages == 4
-    notes = [e for e in read_log(store, "s") if e.kind == NOTE]
-    assert [e.position for e in notes] == [0, 3, 6]
-    parsed = parse_entry(store.read("s", 0, 1)[0].data)
-    assert isinstance(parsed, Control) and parsed["owner"] == "my-adapter"
-    assert parsed["data"] == data
-    assert parse_entry(store.read("s", 3, 4)[0].data)["data"] == [1, 2]  # type: ignore[index]
-
-    assert [m.text for m in undo(store, "s")] == ["two", "re two"]
-    assert [m.text for m in read_view(store, "s")] == ["one", "re one"]
-    child = fork(store, "s")
-    delete_session(store, "s")  # the fork keeps its prefix, notes and all
-    assert [m.text for m in read_view(store, child)] == ["one", "re one"]
-
-
-def test_a_note_with_a_given_id_encodes_alike_and_bad_notes_are_refused() -> None:
-    first = note_record("owner", {"k": 1}, record_id="n-1")
-    assert first == note_record("owner", {"k": 1}, record_id="n-1")  # no time: a retry
-    assert b"stored_at" not in first.data and b"stored_at" in note_record("o", 1).data
-    with pytest.raises(ValueError, match="owner"):
-        note_record("", {})
-    from chatkeep.core import EncodeError
-
-    with pytest.raises(EncodeError):
-        note_record("owner", {"k": object()})
-    store = open_store("memory://")
-    store.append("s", [Record("bad-owner", b'{"type":"chatkeep.note","owner":"","data":1}')])
-    store.append("s", [Record("no-owner", b'{"type":"chatkeep.note","data":1}')])
-    store.append(
-        "s",
-        [
-            Record(
-                "bad-tag",
-                b'{"type":"chatkeep.note","owner":"o","data":'
-                b'{"__chatkeep__":"bytes","value":"%%"}}',
-            )
-        ],
-    )
-    assert [e.kind for e in read_log(store, "s")] == [CORRUPT, CORRUPT, CORRUPT]

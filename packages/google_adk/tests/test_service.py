@@ -113,7 +113,7 @@ async def test_what_each_operation_costs_in_store_requests() -> None:
     store, counter = counting("memory://")
     service = ChatkeepSessionService(store=store)
     session = await service.create_session(app_name=APP, user_id="u", state={"k": 0})
-    assert counter.calls == {"append_if": 1, "read": 2}  # the note; app and user state
+    assert counter.calls == {"append_if": 1, "read": 2}  # the creation record; app and user state
     counter.reset()
     await service.append_event(session, said("x", actions=EventActions(state_delta={"k": 1})))
     assert counter.calls == {"append_if": 1}  # the state it changes was cached

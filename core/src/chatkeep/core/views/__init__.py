@@ -34,7 +34,6 @@ from ..messages import Message
 from ..store import Store
 from ._builder import ViewBuilder as ViewBuilder
 from ._builder import build_view
-from ._control import NOTE, note_record
 from ._control import Control as Control
 from ._control import parse_entry as parse_entry
 from ._erase import TEMP_PREFIX as TEMP_PREFIX
@@ -66,7 +65,6 @@ from ._program import arun, run
 __all__ = [
     "CORRUPT",
     "MESSAGE",
-    "NOTE",
     "Checkpoint",
     "LogEntry",
     "acompact",
@@ -85,7 +83,6 @@ __all__ = [
     "is_internal_session",
     "list_conversations",
     "list_forks",
-    "note_record",
     "read_log",
     "read_view",
     "undo",

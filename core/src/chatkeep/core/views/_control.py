@@ -23,11 +23,9 @@ A session log holds two kinds of records, and a backend sees no difference betwe
 ``chatkeep.rebased``       keeps the id of the fork record it replaced (so positions line up).
 ``chatkeep.rebuild``       ``child``, ``temp``: written to a parent being deleted before a fork
                            is rewritten, so an interrupted delete can be completed.
-``chatkeep.note``          ``owner``, ``data``: what the adapter or application named
-                           ``owner`` keeps beside the messages (a framework session's creation,
-                           shared state): not part of any view, so every chatkeep reader still
-                           reads the log. ``data`` is any value the message codec stores
-                           losslessly (JSON, bytes, datetimes, NaN); see :func:`note_record`.
+``chatkeep.state``         ``owner``, ``state``: what a framework adapter keeps about the
+                           session besides its messages (``owner`` names the adapter,
+                           ``state`` is a JSON object only it reads). Not part of any view.
 =========================  ==================================================================
 
 Every record the core writes with a fresh id carries the time it was stored (UTC, ISO 8601):
@@ -49,8 +47,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ..codec import _pack, _unpack, decode_message, message_from_dict, message_to_dict
-from ..errors import EncodeError
+from ..codec import decode_message, message_from_dict, message_to_dict
 from ..ids import new_id
 from ..messages import Message
 from ..records import Record
@@ -63,17 +60,16 @@ __all__ = [
     "FORK",
     "FORKED",
     "KINDS",
-    "NOTE",
     "REBASED",
     "REBUILD",
     "RETRACT",
+    "STATE",
     "STORED_AT_KEY",
     "Control",
     "CountMark",
     "control_record",
     "count_mark",
     "is_control_data",
-    "note_record",
     "parse_entry",
     "parse_stamped",
     "utc_stamp",
@@ -87,10 +83,12 @@ FORKED = "chatkeep.forked"
 BASE = "chatkeep.base"
 REBASED = "chatkeep.rebased"
 REBUILD = "chatkeep.rebuild"
-#: The kind of a record an adapter or application keeps beside the messages (see
-#: :func:`note_record`); every view skips it.
-NOTE = "chatkeep.note"
-KINDS: frozenset[str] = frozenset({RETRACT, CHECKPOINT, FORK, FORKED, BASE, REBASED, REBUILD, NOTE})
+#: An adapter's own state for the session (see the table above): views skip it, the
+#: adapter that wrote it (``owner``) reads the newest one it finds at the end of the log.
+STATE = "chatkeep.state"
+KINDS: frozenset[str] = frozenset(
+    {RETRACT, CHECKPOINT, FORK, FORKED, BASE, REBASED, REBUILD, STATE}
+)
 #: The key of a message's ``additional_properties`` under which the core stores the time the
 #: message was stored; reserved: reading a message removes it.
 STORED_AT_KEY = "chatkeep.stored_at"
@@ -115,7 +113,7 @@ _FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     BASE: {"shift": int, "length": int, "last": str},
     REBASED: {},
     REBUILD: {"child": str, "temp": str},
-    NOTE: {"owner": str},  # and "data": any value (tagged JSON), checked when unpacked
+    STATE: {"owner": str, "state": dict},
 }
 
 
@@ -155,27 +153,6 @@ def control_record(kind: str, record_id: str | None = None, **fields: Any) -> Re
     return Record(record_id, _dumps(body).encode("utf-8"))
 
 
-def note_record(owner: str, data: Any, record_id: str | None = None) -> Record:
-    """Encode a :data:`NOTE` record: ``data`` kept for ``owner`` (a non-empty name, e.g. the
-    adapter's), outside every view. ``data`` may hold anything a message's
-    ``additional_properties`` may (JSON values, bytes, datetimes, NaN; tagged like the
-    codec tags them); :func:`parse_entry` gives it back as it was. A fresh id and the time
-    it is written, unless ``record_id`` is given (then no time, so a retry encodes alike).
-
-    Raises :class:`~chatkeep.core.errors.EncodeError` for a value that cannot be stored."""
-    if type(owner) is not str or not owner:
-        raise ValueError("a note needs an owner: a non-empty str")
-    body: dict[str, Any] = {"type": NOTE, "owner": owner, "data": _pack(data)}
-    if record_id is None:
-        record_id = new_id()
-        body["stored_at"] = utc_stamp()
-    try:
-        encoded = _dumps(body)
-    except RecursionError:
-        raise EncodeError("a note's data is nested too deeply") from None
-    return Record(record_id, encoded.encode("utf-8"))
-
-
 def is_control_data(data: bytes) -> bool:
     """Cheap test: does this record's data look like a control record (no full parse)?"""
     return data.startswith(_CONTROL_HEAD)
@@ -197,13 +174,6 @@ def _control(raw: Mapping[str, Any], kind: str) -> Control:
     for key in ("keep", "position", "shift", "length"):
         if key in fields and fields[key] < 0:
             raise ValueError(f"{kind} record has a negative {key!r}")
-    if kind == NOTE:
-        if not fields["owner"]:
-            raise ValueError(f"{kind} record needs a non-empty 'owner'")
-        try:
-            fields["data"] = _unpack(raw.get("data"))
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise ValueError(f"{kind} record has malformed data: {exc}") from None
     if kind == CHECKPOINT:
         messages: Sequence[Any] = fields["messages"]
         decoded = []

@@ -4,10 +4,10 @@ Per app ``A``, user ``U`` and session ``S`` (each an :func:`~chatkeep.core.adapt
 percent-encoded, or hashed when long, so no two ids meet and none holds ``/``):
 
 =====================  ==============================================================
-``adk:<A>/<U>/<S>``    the session's log: its creation note, then one message record
+``adk:<A>/<U>/<S>``    the session's log: its creation record, then one message record
                        per event (see :mod:`.records`)
-``adk:<A>/<U>``        the user's ``user:`` state, one note per change
-``adk:<A>``            the app's ``app:`` state, one note per change
+``adk:<A>/<U>``        the user's ``user:`` state, one ``chatkeep.state`` record per change
+``adk:<A>``            the app's ``app:`` state, one ``chatkeep.state`` record per change
 =====================  ==============================================================
 
 Listing the sessions that start with ``adk:<A>/<U>/`` finds a user's sessions and nothing
@@ -79,7 +79,7 @@ def app_prefix(app_name: str) -> str:
 
 def parse(app_key_prefix: str, key: str) -> tuple[str | None, str | None] | None:
     """``(user_id, session_id)`` of a session log listed under ``app_key_prefix`` (either is
-    ``None`` where the key holds only a digest: the session's creation note has it), or
+    ``None`` where the key holds only a digest: the session's creation record has it), or
     ``None`` for any other key (a user's state log, another layout's session)."""
     if not key.startswith(app_key_prefix):
         return None

@@ -79,7 +79,7 @@ class Loaded:
     state: dict[str, Any]
     app_state: dict[str, Any]
     user_state: dict[str, Any]
-    ids: tuple[str, str, str] | None  #: from the creation note, when it was read
+    ids: tuple[str, str, str] | None  #: from the creation record, when it was read
 
 
 # -- shared (app: and user:) state -----------------------------------------------------------
@@ -144,7 +144,7 @@ def create_program(
     *,
     conditional: bool,
 ) -> Program[tuple[Tail, dict[str, Any], dict[str, Any]]]:
-    """Create a session (its creation note, atomically refused when the log exists) and
+    """Create a session (its creation record, atomically refused when the log exists) and
     apply the ``app:``/``user:`` parts of its initial state. Returns the log's tail and
     the app's and the user's state after it."""
     header, tail = header_record(*ids, created, deltas["session"])
@@ -306,7 +306,7 @@ def summary_program(
     key: str, hashed: bool, cache: StateCache
 ) -> Program[tuple[Tail, dict[str, Any], tuple[str, str, str] | None] | None]:
     """What a listing shows of one session: its tail, its session-scoped state and (when
-    its key holds a digest, or ``hashed``) its ids from the creation note; ``None`` when
+    its key holds a digest, or ``hashed``) its ids from the creation record; ``None`` when
     it was deleted meanwhile."""
     records: list[Record] = yield Read(key, -1)
     if not records:

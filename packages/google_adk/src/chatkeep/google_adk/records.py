@@ -2,8 +2,9 @@
 
 A session's log (see :mod:`.layout`) is:
 
-- position 0: a ``chatkeep.note`` (owner ``"google_adk"``) with the session's ids, the
-  time it was created and its initial session-scoped state;
+- position 0: a ``chatkeep.state`` record (owner ``"google_adk"``; a control record every
+  view skips) with the session's ids, the time it was created and its initial
+  session-scoped state;
 - positions 1, 2, ...: one chatkeep *message record* per event, so every chatkeep reader
   sees the conversation: its role (``user``, ``assistant``, ``tool`` for function
   responses), its author, and the event's content parts as contents (see :mod:`.parts`).
@@ -27,8 +28,10 @@ A session's log (see :mod:`.layout`) is:
   (``chatkeep.stored_at``) are there too, so ``chatkeep sessions list`` counts and dates an
   ADK session in one small read.
 
-A user's and an app's state logs hold one note per change with the whole state after it
-(``{"state": {...}}``), so reading either is a read of its last record.
+A user's and an app's state logs hold one ``chatkeep.state`` record per change with the
+whole state after it (``{"state": {...}}``), so reading either is a read of its last
+record. The values in these records are tagged as the codec tags a message's (NaN, a dict
+with the tag key), so they come back exactly.
 """
 
 from __future__ import annotations
@@ -39,11 +42,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatkeep.core import Message, Record, decode_message, encode_message
-from chatkeep.core.codec import MARKER, message_from_dict, message_to_dict, parse_json
+from chatkeep.core.codec import (
+    MARKER,
+    message_from_dict,
+    message_to_dict,
+    pack_value,
+    parse_json,
+    unpack_value,
+)
 from chatkeep.core.errors import CorruptRecord, EncodeError
 from chatkeep.core.metadata import utc_stamp
-from chatkeep.core.views import NOTE, note_record, parse_entry
-from chatkeep.core.views._control import COUNT_KEY, STORED_AT_KEY, Control
+from chatkeep.core.views._control import COUNT_KEY, STATE, STORED_AT_KEY, control_record
 
 from .parts import content_of_part, part_of_content
 
@@ -58,7 +67,8 @@ __all__ = [
     "state_record",
 ]
 
-#: The owner of this adapter's notes, and its key in a message's ``additional_properties``.
+#: The owner of this adapter's ``chatkeep.state`` records, and its key in a message's
+#: ``additional_properties``.
 OWNER = "google_adk"
 _MARKER_BYTES = json.dumps(MARKER).encode()
 _dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
@@ -110,42 +120,48 @@ class Tail:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One record of a session log, read: the creation note (``event is None``) or an
+    """One record of a session log, read: the creation record (``event is None``) or an
     event (its JSON, ready for ``Event.model_validate``)."""
 
     tail: Tail  #: the log as it ends at this record
     event: dict[str, Any] | None
     state: dict[str, Any] | None  #: the session-scoped state, if this record holds it
-    ids: tuple[str, str, str] | None  #: app, user, session (the creation note only)
+    ids: tuple[str, str, str] | None  #: app, user, session (the creation record only)
 
 
 def header_record(
     app_name: str, user_id: str, session_id: str, created: float, state: dict[str, Any]
 ) -> tuple[Record, Tail]:
-    """The creation note of a session, and the log's tail once it is stored."""
+    """The creation record of a session, and the log's tail once it is stored."""
     data = {
         "session": {"app": app_name, "user": user_id, "id": session_id, "created": created},
         "state": state,
         "n": 0,
     }
-    record = note_record(OWNER, data)
+    record = _state_record(data)
     return record, Tail(record.id, 0, created, 0, record.id, True, None)
 
 
+def _state_record(data: dict[str, Any], record_id: str | None = None) -> Record:
+    """A ``chatkeep.state`` record of this adapter holding ``data`` (tagged where plain
+    JSON cannot hold a value): a fresh id and the time it is written, or ``record_id`` and
+    no time (a retry encodes alike)."""
+    return control_record(STATE, record_id, owner=OWNER, state=pack_value(data))
+
+
 def state_record(record_id: str, state: dict[str, Any]) -> Record:
-    """A note of a user's or an app's whole state after a change (``record_id`` comes
+    """The record of a user's or an app's whole state after a change (``record_id`` comes
     from the change, so a retry of the same change encodes alike)."""
-    return note_record(OWNER, {"state": state}, record_id=record_id)
+    return _state_record({"state": state}, record_id)
 
 
 def state_of(record: Record | None) -> dict[str, Any]:
     """The state a state log's last record holds (``{}`` for an empty log)."""
     if record is None:
         return {}
-    raw = _note_data(record)
-    state = raw.get("state") if type(raw) is dict else None
+    state = _own_data(record).get("state")
     if type(state) is not dict:
-        raise ValueError("not a state note of chatkeep.google_adk")
+        raise ValueError("not a state record of chatkeep.google_adk")
     return state
 
 
@@ -226,17 +242,18 @@ def _encode(message: dict[str, Any]) -> bytes:
     return data
 
 
-def _note_data(record: Record) -> Any:
-    """The data of one of this adapter's notes (``ValueError`` for any other record)."""
-    if _MARKER_BYTES in record.data:
-        parsed = parse_entry(record.data)
-        if not isinstance(parsed, Control) or parsed.kind != NOTE or parsed["owner"] != OWNER:
-            raise ValueError("not a note of chatkeep.google_adk")
-        return parsed["data"]
+def _own_data(record: Record) -> dict[str, Any]:
+    """The data of one of this adapter's ``chatkeep.state`` records (``ValueError`` for
+    any other record)."""
     raw = parse_json(record.data)
-    if type(raw) is not dict or raw.get("type") != NOTE or raw.get("owner") != OWNER:
-        raise ValueError("not a note of chatkeep.google_adk")
-    return raw.get("data")
+    if type(raw) is not dict or raw.get("type") != STATE or raw.get("owner") != OWNER:
+        raise ValueError("not a chatkeep.state record of chatkeep.google_adk")
+    data = raw.get("state")
+    if _MARKER_BYTES in record.data:
+        data = unpack_value(data)
+    if type(data) is not dict:
+        raise ValueError("a chatkeep.state record without a state object")
+    return data
 
 
 def _message_dict(record: Record) -> dict[str, Any]:
@@ -258,11 +275,11 @@ def parse_record(session_key: str, position: int | None, record: Record) -> Entr
     chatkeep CLI on an ADK session, say)."""
     try:
         if record.data.startswith(b'{"type":"chatkeep.'):
-            data = _note_data(record)
+            data = _own_data(record)
             session, state = data["session"], data["state"]
             created = float(session["created"])
             if type(state) is not dict or data["n"] != 0:
-                raise ValueError("a malformed creation note")
+                raise ValueError("a malformed creation record")
             tail = Tail(record.id, 0, created, 0, record.id, True, None)
             ids = (session["app"], session["user"], session["id"])
             entry = Entry(tail, None, state, ids)
