@@ -39,6 +39,8 @@ MEMBERS = {
     "langgraph": "packages/langgraph",
     "llama_index": "packages/llama_index",
     "strands": "packages/strands",
+    "google_adk": "packages/google_adk",
+    "pydantic_ai": "packages/pydantic_ai",
 }
 BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob", "encrypted"]
 TYPED = ["core/src", *(f"{path}/src" for name, path in MEMBERS.items() if name != "core")]
@@ -227,12 +229,16 @@ BENCH_PEERS = [
     "langgraph-checkpoint-postgres",
     "llama-index-storage-chat-store-redis",  # `-- llama-index`: chatkeep_bench/edit_frameworks.py
     "llama-index-storage-chat-store-postgres",
+    "sqlalchemy[asyncio]",  # `-- google-adk`: ADK's DatabaseSessionService, on SQLite and
+    "asyncpg",  # PostgreSQL (its documented async driver)
 ]
 BENCH_MEMBERS = [
     *("core", "sqlite", "redis", "postgres", "s3", "azure_blob"),
     *("openai_agents", "langchain", "agent_framework"),  # the framework adapters' rows
     "langgraph",  # `-- langgraph`: chatkeep_bench/langgraph.py
     *("llama_index", "strands"),  # `-- llama-index`, `-- strands`: edit_frameworks.py
+    "google_adk",  # `-- google-adk`: chatkeep_bench/google_adk.py
+    "pydantic_ai",  # `-- pydantic-ai`: chatkeep_bench/pydantic_ai_store.py
 ]
 
 

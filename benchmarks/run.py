@@ -215,6 +215,14 @@ def main(argv: list[str] | None = None) -> int:
         from chatkeep_bench.langgraph import main as langgraph_main
 
         return langgraph_main(argv[1:])
+    if argv[:1] == ["google-adk"]:  # ADK session services: chatkeep_bench/google_adk.py
+        from chatkeep_bench.google_adk import main as google_adk_main
+
+        return google_adk_main(argv[1:])
+    if argv[:1] == ["pydantic-ai"]:  # Pydantic AI stores: chatkeep_bench/pydantic_ai_store.py
+        from chatkeep_bench.pydantic_ai_store import main as pydantic_ai_main
+
+        return pydantic_ai_main(argv[1:])
     args = parse(argv)
     _quiet()
     # A SIGTERM (a CI timeout, a killed nox) still runs the cleanups in ``finally``.

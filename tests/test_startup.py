@@ -33,6 +33,10 @@ HEAVY = frozenset(
         "langchain_core",
         "langgraph",
         "agent_framework",
+        "google",  # google-adk and google-genai (chatkeep-google-adk)
+        "pydantic_ai",
+        "llama_index",
+        "strands",
         "pytest",
         "hypothesis",
         "moto",

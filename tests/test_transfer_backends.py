@@ -13,14 +13,13 @@ from __future__ import annotations
 import io
 import os
 import re
-import secrets
 import signal
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -45,10 +44,10 @@ from chatkeep.testing.samples import (
 )
 from chatkeep.testing.servers import (  # noqa: F401  (fixtures)
     azure_url,
+    fresh_store_url,
     postgres_url,
     redis_url,
     s3_url,
-    with_query,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,28 +59,10 @@ PAGE = 4
 Opener = Callable[[str], Store]
 
 
-def _with_path_suffix(url: str, token: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}-{token}"))
-
-
 def fresh_url(backend: str, request: pytest.FixtureRequest, directory: Path) -> str:
     """A URL of a store of its own on ``backend`` (empty; inside the run's schema,
     namespace, bucket or container)."""
-    token = secrets.token_hex(6)
-    if backend == "memory":
-        return f"memory://transfer-{token}"
-    if backend == "sqlite":
-        return f"sqlite:///{directory / f'chats-{token}.db'}"
-    if backend == "postgres":
-        return with_query(request.getfixturevalue("postgres_url"), namespace=f"t{token}")
-    if backend == "redis":
-        base: str = request.getfixturevalue("redis_url")
-        namespace = dict(parse_qsl(urlsplit(base).query))["namespace"]
-        return with_query(base, namespace=f"{namespace}/{token}")
-    if backend == "s3":
-        return _with_path_suffix(request.getfixturevalue("s3_url"), token)
-    return _with_path_suffix(request.getfixturevalue("azure_url"), token)
+    return fresh_store_url(backend, request, directory, name="transfer")
 
 
 @pytest.fixture(scope="module")

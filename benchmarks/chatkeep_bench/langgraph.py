@@ -20,21 +20,19 @@ RedisJSON and RediSearch modules, which a plain Redis lacks.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import secrets
 import sqlite3
-import statistics
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from random import Random
 from typing import Any
+
+from .interleaved import ratio_table, run, summary
 
 POSTGRES = (
     os.environ.get("CHATKEEP_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/test"
@@ -196,12 +194,6 @@ def _timed(action: Callable[[], Any]) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def _summary(samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return {"median": statistics.median(ordered), "p99": p99}
-
-
 def measure(
     backend: str, lengths: list[int], rounds: int, seed: int, workdir: Path
 ) -> list[dict[str, Any]]:
@@ -232,8 +224,8 @@ def measure(
                         "backend": backend,
                         "saver": thread.name,
                         "length": length,
-                        "load": _summary(loads[thread.name]),
-                        "put": _summary(puts[thread.name]),
+                        "load": summary(loads[thread.name]),
+                        "put": summary(puts[thread.name]),
                     }
                 )
             print(f"[{backend}] {length} checkpoints: done", flush=True)
@@ -242,67 +234,22 @@ def measure(
 
 def table(rows: list[dict[str, Any]]) -> Iterator[str]:
     """Markdown: per backend and length, each saver's medians (p99) and chatkeep's ratio."""
-    yield (
-        "| backend | checkpoints | saver | load latest ms, median (p99) "
-        "| put + put_writes ms, median (p99) |"
+    return ratio_table(
+        rows,
+        "saver",
+        "checkpoints",
+        [("load", "load latest ms, median (p99)"), ("put", "put + put_writes ms, median (p99)")],
     )
-    yield "|---|---:|---|---:|---:|"
-    for row in rows:
-        peer = next(
-            (
-                r
-                for r in rows
-                if r["backend"] == row["backend"]
-                and r["length"] == row["length"]
-                and not r["saver"].startswith("chatkeep")
-            ),
-            None,
-        )
-
-        def cell(kind: str, row: dict[str, Any] = row, peer: dict[str, Any] | None = peer) -> str:
-            text = f"{row[kind]['median']:.2f} ({row[kind]['p99']:.2f})"
-            if row["saver"].startswith("chatkeep") and peer is not None:
-                text += f" = {row[kind]['median'] / peer[kind]['median']:.2f}x"
-            return text
-
-        where = f"| {row['backend']} | {row['length']:,} | {row['saver']} |"
-        yield f"{where} {cell('load')} | {cell('put')} |"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the LangGraph checkpointer benchmark; 0 unless nothing could be measured."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths")
-    parser.add_argument("--backends", default=",".join(BACKENDS))
-    parser.add_argument("--lengths", default="10,100,1000")
-    parser.add_argument("--rounds", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
-    lengths = [int(x) for x in args.lengths.split(",") if x]
-    rounds = args.rounds
-    if args.quick:
-        lengths, rounds = [min(lengths), max(lengths)], min(rounds, 50)
-    import warnings
-
-    warnings.filterwarnings("ignore")
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="ckbench-lg-") as folder:
-        for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
-            if backend not in BACKENDS:
-                parser.error(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}")
-            try:
-                rows += measure(backend, lengths, rounds, args.seed, Path(folder))
-            except (OSError, ImportError) as exc:
-                print(f"[{backend}] skipped: {type(exc).__name__}: {exc}")
-            except Exception as exc:  # a server missing: say so, go on with the others
-                if type(exc).__module__.split(".")[0] not in ("psycopg", "redis"):
-                    raise
-                print(f"[{backend}] skipped: {type(exc).__name__}: {exc}")
-    print()
-    for line in table(rows):
-        print(line)
-    if args.json:
-        with suppress(OSError):
-            args.json.write_text(json.dumps(rows, indent=2))
-    return 0 if rows else 1
+    return run(
+        argv,
+        description=(__doc__ or "").split("\n\n")[0],
+        backends=BACKENDS,
+        measure=measure,
+        table=table,
+        rounds=200,
+        quick_rounds=50,
+    )

@@ -6,9 +6,21 @@ import asyncio
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chatkeep.core import InvalidOption, Store, open_store
-from chatkeep.core.adapters import adapter_store, in_thread, native, session_lock, settled
+from chatkeep.core.adapters import (
+    MAX_COMPONENT,
+    adapter_store,
+    async_session_lock,
+    id_component,
+    id_from_component,
+    in_thread,
+    native,
+    session_lock,
+    settled,
+)
 
 
 def test_url_is_opened_and_owned():
@@ -108,3 +120,42 @@ def test_plain_tail_is_the_tail_of_the_view_or_none():
     tail = plain_tail(store, "s", 1)  # a message after the edit is the view's last
     assert tail is not None and len(tail) == 1
     assert read_view(store, "s")[-1].message_id == tail[0].id
+
+
+@given(st.text(), st.text())
+def test_id_components_keep_distinct_ids_apart_and_read_back(first, second):
+    one, two = id_component(first), id_component(second)
+    assert (one == two) == (first == second)
+    assert "/" not in one and ":" not in one and len(one) <= max(MAX_COMPONENT, 65)
+    back = id_from_component(one)
+    assert back == first or (back is None and one.startswith("!") and len(one) == 65)
+
+
+def test_long_ids_are_hashed_and_short_ones_readable():
+    assert id_component("a/b:c d") == "a%2Fb%3Ac%20d"
+    assert id_from_component(id_component("\ud800 lone")) == "\ud800 lone"
+    long = "x" * (MAX_COMPONENT + 1)
+    assert id_component(long).startswith("!") and id_from_component(id_component(long)) is None
+    assert id_component("!") == "%21"  # an encoded id never starts like a hashed one
+
+
+def test_async_session_lock_serializes_one_session_and_is_dropped_after():
+    from chatkeep.core import adapters
+
+    store = open_store("memory://")
+    order: list[str] = []
+
+    async def work(name: str, session: str) -> None:
+        async with async_session_lock(store, session):
+            order.append(f"{name}+")
+            await asyncio.sleep(0.01)
+            order.append(f"{name}-")
+
+    async def main() -> None:
+        await asyncio.gather(work("a", "s1"), work("b", "s1"), work("c", "s2"))
+
+    asyncio.run(main())
+    assert order.index("a-") < order.index("b+")  # one session: one at a time
+    assert order.index("c+") < order.index("a-")  # another session does not wait
+    assert adapters._ASYNC_LOCKS == {}  # nothing kept once nobody holds a lock
+    asyncio.run(main())  # a new loop gets new locks

@@ -811,3 +811,25 @@ def test_encoding_with_added_properties_is_encoding_a_copy_that_has_them(
     else:
         assert encode_message_adding(message, added) == expected
     assert list(message.additional_properties) == keys_before  # the message is not changed
+
+
+def test_pack_value_keeps_what_a_message_field_keeps() -> None:
+    """``pack_value``/``unpack_value``: an adapter's own values (outside any message) as
+    the codec keeps a message's fields: plain JSON out, the same values back."""
+    from chatkeep.core.codec import pack_value, unpack_value
+
+    value = {
+        "when": dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=ZoneInfo("Europe/Oslo")),
+        "raw": b"\x00\xff",
+        "nan": math.inf,
+        "tag": {"__chatkeep__": "bytes", "value": "not a tag"},
+        "plain": [1, "a", None, {"b": True}],
+    }
+    packed = pack_value(value)
+    assert json.loads(json.dumps(packed, allow_nan=False)) == packed  # strict JSON
+    assert unpack_value(json.loads(json.dumps(packed))) == value
+    assert pack_value({"k": [1, 2]}) == {"k": [1, 2]}  # plain JSON stays as it is
+    with pytest.raises(EncodeError):
+        pack_value({"k": object()})
+    with pytest.raises(InvalidMessage, match="malformed tagged value"):
+        unpack_value({"__chatkeep__": "bytes", "value": "%%"})

@@ -12,14 +12,18 @@ the end of the run (the schema, the Redis keys, the moto server, the Azurite pro
 from __future__ import annotations
 
 import os
-import secrets
 import sys
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import pytest
 
-from chatkeep.testing.servers import azure_url, postgres_url, redis_url, s3_url, with_query
+from chatkeep.testing.servers import (
+    azure_url,
+    fresh_store_url,
+    postgres_url,
+    redis_url,
+    s3_url,
+)
 
 sys.path.insert(0, str(Path(__file__).parent))  # maf_support, also for spawned children
 
@@ -33,32 +37,12 @@ AGENT_BACKENDS = ["sqlite", "postgres"]
 LOOP_BACKENDS = ["sqlite", "postgres", "redis", "azure_blob"]
 
 
-def _under(url: str, token: str) -> str:
-    """``url`` with ``-<token>`` added to its path (a prefix of its own in the bucket or
-    container)."""
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}-{token}"))
-
-
 def url_for(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A store URL of its own on ``backend`` (server fixtures are pulled in only when
-    that backend is asked for)."""
-    token = secrets.token_hex(6)
+    that backend is asked for); memory is a private store."""
     if backend == "memory":
         return "memory://"
-    if backend == "sqlite":
-        return f"sqlite:///{tmp_path / f'chats-{token}.db'}"
-    if backend == "postgres":  # the run's schema; a namespace (tenant) of its own
-        return with_query(request.getfixturevalue("postgres_url"), namespace=f"t{token}")
-    if backend == "redis":  # nested in the run's namespace, so the run's cleanup erases it
-        base: str = request.getfixturevalue("redis_url")
-        namespace = dict(parse_qsl(urlsplit(base).query))["namespace"]
-        return with_query(base, namespace=f"{namespace}/{token}")
-    if backend == "s3":
-        return _under(request.getfixturevalue("s3_url"), token)
-    if backend == "azure_blob":
-        return _under(request.getfixturevalue("azure_url"), token)
-    raise ValueError(backend)
+    return fresh_store_url(backend, request, tmp_path)
 
 
 @pytest.fixture(params=BACKENDS)

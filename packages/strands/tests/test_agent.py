@@ -61,8 +61,10 @@ class ScriptedModel(Model):
             if "toolUse" in block:
                 stop = "tool_use"
                 use = block["toolUse"]
-                yield {"contentBlockStart": {"start": {"toolUse": {"name": use["name"], "toolUseId": use["toolUseId"]}}}}
-                yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(use["input"])}}}}
+                start = {"toolUse": {"name": use["name"], "toolUseId": use["toolUseId"]}}
+                yield {"contentBlockStart": {"start": start}}
+                arguments = {"input": json.dumps(use["input"])}
+                yield {"contentBlockDelta": {"delta": {"toolUse": arguments}}}
             else:
                 yield {"contentBlockStart": {"start": {}}}
                 yield {"contentBlockDelta": {"delta": {"text": block["text"]}}}

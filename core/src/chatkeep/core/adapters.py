@@ -10,7 +10,10 @@ conversion and its framework's interface:
   ``$CHATKEEP_URL``, else the embedded SQLite default).
 - :func:`in_thread`, :func:`native`, :func:`settled`: how an adapter's coroutines reach the
   store without tying any event loop to it.
-- :func:`session_lock`: a per-session lock for read-then-write operations within a process.
+- :func:`session_lock`: a per-session lock for read-then-write operations within a process;
+  :func:`async_session_lock` the same for coroutines (held across awaits).
+- :func:`id_component`, :func:`id_from_component`: a framework's own ids (app, user,
+  thread, conversation) as parts of chatkeep session ids that never meet.
 - :func:`plain_tail` / :func:`aplain_tail`: the newest records of a log when they are plain
   message records, so an adapter can decode them straight to its framework's messages.
 
@@ -20,9 +23,12 @@ Nothing here imports a framework, a driver or an SDK.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
+from urllib.parse import quote, unquote
 
 from .errors import InvalidOption
 from .plugins import open_store
@@ -32,6 +38,9 @@ from .store import Store
 __all__ = [
     "adapter_store",
     "aplain_tail",
+    "async_session_lock",
+    "id_component",
+    "id_from_component",
     "in_thread",
     "native",
     "plain_tail",
@@ -75,6 +84,68 @@ _LOCKS = tuple(threading.Lock() for _ in range(64))
 def session_lock(store: Store, session_id: str) -> threading.Lock:
     """The lock for ``session_id`` on ``store`` (shared with a few unrelated sessions)."""
     return _LOCKS[hash((id(store), session_id)) % len(_LOCKS)]
+
+
+# asyncio locks per (event loop, store, session), made on first use and dropped once no
+# task holds or waits for them, so none outlives its loop and the table stays small.
+_ASYNC_LOCKS: dict[tuple[int, int, str], list[Any]] = {}
+_ASYNC_LOCKS_GUARD = threading.Lock()
+
+
+@asynccontextmanager
+async def async_session_lock(store: Store, session_id: str) -> AsyncIterator[None]:
+    """Hold the lock of ``session_id`` on ``store`` for the running event loop: coroutines
+    doing read-then-write work on one session (appends that check what they last read)
+    take turns instead of failing each other's checks. Tasks on other loops (other
+    threads) are not serialized by it; a conditional append still keeps them correct.
+
+    ::
+
+        async with async_session_lock(store, "s1"):
+            ...  # read, then append_if
+    """
+    key = (id(asyncio.get_running_loop()), id(store), session_id)
+    with _ASYNC_LOCKS_GUARD:
+        entry = _ASYNC_LOCKS.get(key)
+        if entry is None:
+            entry = _ASYNC_LOCKS[key] = [asyncio.Lock(), 0]
+        entry[1] += 1
+    try:
+        async with entry[0]:
+            yield
+    finally:
+        with _ASYNC_LOCKS_GUARD:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _ASYNC_LOCKS[key]
+
+
+#: The longest :func:`id_component` kept readable; longer ids are hashed.
+MAX_COMPONENT = 120
+
+
+def id_component(value: str) -> str:
+    """``value`` (an id the framework hands in) as one part of a chatkeep session id.
+
+    Percent-encoded with nothing left but ``A-Z a-z 0-9 _ . - ~``, so the part holds no
+    ``/`` or ``:`` (the separators an adapter puts between parts) and two distinct ids
+    never give the same part; when that is longer than :data:`MAX_COMPONENT` characters,
+    ``!`` and the SHA-256 digest of ``value`` instead (65 characters; ``!`` never appears
+    in an encoded id), so any number of parts fits a session id. A hashed part cannot be
+    read back (:func:`id_from_component` says ``None``): keep such an id in the session's
+    data too.
+    """
+    encoded = quote(value, safe="", errors="surrogatepass")
+    if len(encoded) <= MAX_COMPONENT:
+        return encoded
+    return "!" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def id_from_component(component: str) -> str | None:
+    """The id :func:`id_component` made ``component`` from; ``None`` for a hashed one."""
+    if component.startswith("!"):
+        return None
+    return unquote(component, errors="surrogatepass")
 
 
 def native(store: Store) -> bool:

@@ -66,8 +66,10 @@ __all__ = [
     "encode_message_adding",
     "message_from_dict",
     "message_to_dict",
+    "pack_value",
     "parse_json",
     "plain_decoder",
+    "unpack_value",
 ]
 
 MARKER = "__chatkeep__"
@@ -335,6 +337,26 @@ def _unpack(value: Any) -> Any:
         parsed_time = dt.time.fromisoformat(raw)
         return parsed_time.replace(fold=1) if value.get("fold") else parsed_time
     raise InvalidMessage(f"unknown tagged value kind {kind!r}")
+
+
+def pack_value(value: Any) -> Any:
+    """``value`` as plain JSON data, tagged as a message's fields are (bytes, datetimes,
+    NaN and the infinities, dicts with the tag key): for an adapter that keeps values of
+    its own (in a ``chatkeep.state`` record, say) as losslessly as the codec keeps a
+    message's. :func:`unpack_value` gives the value back. Raises
+    :class:`~chatkeep.core.errors.EncodeError` for what cannot be stored."""
+    return _pack(value)
+
+
+def unpack_value(data: Any) -> Any:
+    """The value :func:`pack_value` made ``data`` from (JSON data as parsed). Raises
+    :class:`~chatkeep.core.errors.InvalidMessage` (a ``ValueError``) for a malformed tag."""
+    try:
+        return _unpack(data)
+    except InvalidMessage:
+        raise
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise InvalidMessage(f"malformed tagged value: {exc}") from None
 
 
 def _as_parsed(value: Any) -> Any:

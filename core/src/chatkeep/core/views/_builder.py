@@ -191,7 +191,8 @@ class ViewBuilder:
         elif entry.kind in (CHECKPOINT, SPLICE):
             self._pending = entry
             self._checkpoint_fed = True
-        # fork, forked, base, rebased, rebuild: log structure, not part of the view.
+        # fork, forked, base, rebased, rebuild: log structure; state: an adapter's own
+        # data. Neither is part of the view.
 
     def feed_many(self, records: Sequence[Record], session_id: str, base: int) -> None:
         """:meth:`feed` each of ``records`` from the last to the first (they are in log

@@ -28,6 +28,9 @@ A session log holds two kinds of records, and a backend sees no difference betwe
 ``chatkeep.rebased``       keeps the id of the fork record it replaced (so positions line up).
 ``chatkeep.rebuild``       ``child``, ``temp``: written to a parent being deleted before a fork
                            is rewritten, so an interrupted delete can be completed.
+``chatkeep.state``         ``owner``, ``state``: what a framework adapter keeps about the
+                           session besides its messages (``owner`` names the adapter,
+                           ``state`` is a JSON object only it reads). Not part of any view.
 =========================  ==================================================================
 
 Every record the core writes with a fresh id carries the time it was stored (UTC, ISO 8601):
@@ -66,6 +69,7 @@ __all__ = [
     "REBUILD",
     "RETRACT",
     "SPLICE",
+    "STATE",
     "STORED_AT_KEY",
     "Control",
     "CountMark",
@@ -86,8 +90,11 @@ FORKED = "chatkeep.forked"
 BASE = "chatkeep.base"
 REBASED = "chatkeep.rebased"
 REBUILD = "chatkeep.rebuild"
+#: An adapter's own state for the session (see the table above): views skip it, the
+#: adapter that wrote it (``owner``) reads the newest one it finds at the end of the log.
+STATE = "chatkeep.state"
 KINDS: frozenset[str] = frozenset(
-    {RETRACT, CHECKPOINT, SPLICE, FORK, FORKED, BASE, REBASED, REBUILD}
+    {RETRACT, CHECKPOINT, SPLICE, FORK, FORKED, BASE, REBASED, REBUILD, STATE}
 )
 #: The key of a message's ``additional_properties`` under which the core stores the time the
 #: message was stored; reserved: reading a message removes it.
@@ -114,6 +121,7 @@ _FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
     BASE: {"shift": int, "length": int, "last": str},
     REBASED: {},
     REBUILD: {"child": str, "temp": str},
+    STATE: {"owner": str, "state": dict},
 }
 
 

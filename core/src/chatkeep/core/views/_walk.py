@@ -26,6 +26,7 @@ __all__ = [
     "read_all",
     "resolve_fork_point",
     "walk_chain",
+    "walk_from",
 ]
 
 # An unlimited walk starts small (a compacted view is short) and grows eightfold, so even
@@ -141,18 +142,36 @@ def walk_chain(sink: Sink, session_id: str) -> Program[None]:
         return
     try:
         fork = yield from _walk_tail(sink, session_id)
-        depth = 0
-        while fork is not None and not sink.done:
-            depth += 1
-            child, control, fork_id = fork
-            if depth > _MAX_FORK_DEPTH:
-                raise CorruptRecord(child, 0, "the chain of forks is circular", fork_id)
-            fork = yield from _walk_parent(sink, child, control, fork_id)
+        yield from _follow(sink, fork)
     except CorruptRecord as error:
         if error.position >= 0:
             raise
         position = yield from absolute_position(error.session_id, error.position, error.record_id)
         raise CorruptRecord(error.session_id, position, error.reason, error.record_id) from error
+
+
+def walk_from(sink: Sink, session_id: str, position: int, anchor: str) -> Program[None]:
+    """Feed the records of ``session_id``'s log before ``position`` to ``sink``, newest
+    first, continuing into the parent at a fork record, as :func:`walk_chain` does from the
+    end of the log: the log as it was right after its record ``anchor`` (at ``position - 1``)
+    was appended, which is what a fork made there sees. Records appended later are never
+    read; a log made self-contained since (a ``chatkeep.base`` shift) is followed through
+    the anchor, as a fork's prefix is."""
+    if sink.done or position <= 0:
+        return
+    link = Control(FORK, {"parent": session_id, "position": position, "anchor": anchor})
+    yield from _follow(sink, (session_id, link, anchor))
+
+
+def _follow(sink: Sink, fork: tuple[str, Control, str] | None) -> Program[None]:
+    """Walk the parents a chain of fork links leads to, until the sink is done."""
+    depth = 0
+    while fork is not None and not sink.done:
+        depth += 1
+        child, control, fork_id = fork
+        if depth > _MAX_FORK_DEPTH:
+            raise CorruptRecord(child, 0, "the chain of forks is circular", fork_id)
+        fork = yield from _walk_parent(sink, child, control, fork_id)
 
 
 def _walk_tail(sink: Sink, session_id: str) -> Program[tuple[str, Control, str] | None]:

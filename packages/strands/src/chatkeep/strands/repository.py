@@ -20,10 +20,8 @@ nested JSON come back exactly), so every chatkeep tool reads every session.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from strands.session.repository_session_manager import RepositorySessionManager
 from strands.session.session_repository import SessionRepository
@@ -38,7 +36,7 @@ from chatkeep.core import (
     encode_records,
     new_id,
 )
-from chatkeep.core.adapters import adapter_store, session_lock
+from chatkeep.core.adapters import adapter_store, id_component, session_lock
 from chatkeep.core.metadata import RunningCount, read_view_counted, running_count, utc_stamp
 from chatkeep.core.views import delete_session, edit_replace, list_conversations, read_view
 
@@ -57,20 +55,16 @@ __all__ = [
 
 #: Every Strands session id starts with this.
 PREFIX = "strands:"
-_MAX_COMPONENT = 120
 _STATE_ROLE = "strands"
 # Windows read from the end of a conversation while looking for a message id.
 _FIRST_WINDOW = 8
 
 
 def _component(value: str) -> str:
-    """``value`` as one part of a session id: percent-encoded, hashed when long."""
+    """``value`` as one part of a session id (:func:`chatkeep.core.adapters.id_component`)."""
     if not isinstance(value, str) or not value:
         raise SessionException(f"a Strands id must be a non-empty str, not {value!r}")
-    encoded = quote(value, safe="")
-    if len(encoded) <= _MAX_COMPONENT:
-        return encoded
-    return "!" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    return id_component(value)
 
 
 def session_key(session_id: str) -> str:

@@ -14,7 +14,8 @@ service calls :func:`~chatkeep.testing.services.service_unavailable` (skip, or f
 
 A conftest gets ready-made fixtures (``sqlite_url``, ``postgres_url``, ``redis_url``,
 ``s3_url``, ``azure_url``, ``store_url`` and ``store`` parametrized over :data:`BACKENDS`,
-``sid``) with ``from chatkeep.testing.servers import *FIXTURE_NAMES``.
+``sid``) with ``from chatkeep.testing.servers import *FIXTURE_NAMES``, and
+:func:`fresh_store_url` for a store of a test's own inside them.
 
 Servers: ``CHATKEEP_TEST_POSTGRES_URL`` / ``CHATKEEP_TEST_REDIS_URL`` or the standard local
 ports; S3 is a moto server on a free loopback port (``moto[server]``); Azure Blob is
@@ -48,6 +49,7 @@ __all__ = [
     "AZURITE_KEY",
     "BACKENDS",
     "azure_store_url",
+    "fresh_store_url",
     "moto_credentials",
     "postgres_store_url",
     "redis_store_url",
@@ -272,6 +274,40 @@ def azure_store_url(cleanup: ExitStack, workdir: Path, repo: Path | None = None)
         service_unavailable(f"no Azure Blob service for the tests: {exc}")
     options = {"connection_string": _connection_string(endpoint), "api_version": "2021-12-02"}
     return f"azblob://chatkeep-{_token()}/t?{urlencode(options, quote_via=quote)}"
+
+
+def _path_suffixed(url: str, token: str) -> str:
+    """``url`` with ``-<token>`` after its path (a prefix of its own in a bucket or
+    container)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}-{token}"))
+
+
+def fresh_store_url(
+    backend: str, request: pytest.FixtureRequest, directory: Path, name: str = "chats"
+) -> str:
+    """The URL of an empty store of its own on ``backend`` (``memory``, ``sqlite``,
+    ``postgres``, ``redis``, ``s3`` or ``azure_blob``): a shared memory store or a file
+    named ``name-<token>`` (in ``directory``), a namespace in the run's PostgreSQL schema
+    or nested in its Redis namespace (so the run's cleanup erases it), a prefix in its
+    bucket or container. A server's fixture is pulled in only when its backend is asked
+    for (so a test run without that server never starts or needs it)."""
+    token = secrets.token_hex(6)
+    if backend == "memory":
+        return f"memory://{name}-{token}"
+    if backend == "sqlite":
+        return f"sqlite:///{directory / f'{name}-{token}.db'}"
+    if backend == "postgres":
+        return with_query(request.getfixturevalue("postgres_url"), namespace=f"t{token}")
+    if backend == "redis":
+        base: str = request.getfixturevalue("redis_url")
+        namespace = dict(parse_qsl(urlsplit(base).query))["namespace"]
+        return with_query(base, namespace=f"{namespace}/{token}")
+    if backend == "s3":
+        return _path_suffixed(request.getfixturevalue("s3_url"), token)
+    if backend == "azure_blob":
+        return _path_suffixed(request.getfixturevalue("azure_url"), token)
+    raise ValueError(f"no test store for backend {backend!r}")
 
 
 # -- pytest fixtures: ``from chatkeep.testing.servers import FIXTURES`` in a conftest -------
