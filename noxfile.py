@@ -41,6 +41,7 @@ MEMBERS = {
     "strands": "packages/strands",
     "google_adk": "packages/google_adk",
     "pydantic_ai": "packages/pydantic_ai",
+    "web": "packages/web",
 }
 BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob", "encrypted"]
 TYPED = ["core/src", *(f"{path}/src" for name, path in MEMBERS.items() if name != "core")]

@@ -1,5 +1,5 @@
 """The ``chatkeep`` command (click): ``backends``, ``demo``, ``sessions``, ``chat``,
-``export``, ``import``, ``migrate``, ``conformance``, ``completion``.
+``export``, ``import``, ``migrate``, ``conformance``, ``serve``, ``completion``.
 
 Every command that touches a store takes ``--url``; without it ``$CHATKEEP_URL``; without that
 ``sqlite:///chatkeep.db`` in the current directory (:mod:`chatkeep.cli.stores`). The modules
@@ -459,6 +459,57 @@ def conformance(
         if given
     ]
     return run([*flags, url, "--", *ctx.meta.get("pytest_args", [])], prog="chatkeep conformance")
+
+
+# --- serve ----------------------------------------------------------------------------
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  chatkeep serve                                   # http://127.0.0.1:8700/ over ./chatkeep.db
+  chatkeep serve --url redis://127.0.0.1:6379/0 --open
+  chatkeep serve --host 0.0.0.0 --token "$CHATKEEP_WEB_TOKEN"   # a long random token
+Needs the web page: pip install 'chatkeep[web]'."""
+)
+@url_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to bind.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8700, show_default=True)
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
+@click.option(
+    "--token",
+    metavar="TOKEN",
+    envvar="CHATKEEP_WEB_TOKEN",
+    help="Every request must carry it; required for a non-loopback --host ($CHATKEEP_WEB_TOKEN).",
+)
+def serve(url: str | None, host: str, port: int, open_browser: bool, token: str | None) -> int:
+    """A read-only web page over the store: sessions, conversations, tool calls, forks,
+    undo and compaction markers, downloads. Never writes."""
+    try:
+        from chatkeep.web.serve import check_token
+        from chatkeep.web.serve import serve as run_server
+    except ImportError:
+        from chatkeep.core import ChatkeepError
+
+        raise ChatkeepError(
+            "chatkeep serve needs the web page: pip install 'chatkeep[web]'"
+        ) from None
+    from .stores import choose, open_store_for
+
+    check_token(host, token)  # before the store opens: a refused --host touches nothing
+    choice = choose(url)
+    store = open_store_for(choice, read_only=True)
+    try:
+        return run_server(
+            store,
+            store_shown=choice.shown,
+            host=host,
+            port=port,
+            token=token,
+            open_browser=open_browser,
+        )
+    finally:
+        store.close()
 
 
 # --- completion -----------------------------------------------------------------------

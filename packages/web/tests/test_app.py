@@ -1,0 +1,226 @@
+"""The app over a real store (SQLite and Redis), through HTTP: every page, the escaping of
+hostile content, the security headers, the token, and that nothing is ever written."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from urllib.parse import quote
+
+import pytest
+from starlette.testclient import TestClient
+
+from chatkeep.core import Store, read_view
+from chatkeep.core.views import read_log
+from chatkeep.web import create_app
+from chatkeep.web.security import CSP
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def client(read_only_store: Store) -> Iterator[TestClient]:
+    app = create_app(read_only_store, store_shown="redis://:secret@h/0 (from --url)")
+    with TestClient(app, base_url="http://127.0.0.1:8700") as client:
+        yield client
+
+
+def page(client: TestClient, path: str) -> str:
+    response = client.get(path)
+    assert response.status_code == 200, response.text[:500]
+    assert response.headers["content-security-policy"] == CSP
+    assert response.headers["x-content-type-options"] == "nosniff"
+    return response.text
+
+
+def sid(session_id: str) -> str:
+    return quote(session_id, safe="")
+
+
+def test_sessions_page_newest_first_with_titles_and_counts(client: TestClient, corpus) -> None:
+    text = page(client, "/")
+    ids = [
+        html.unescape(m)
+        for m in re.findall(
+            r'class="session-link" href="/session\?id=[^"]*"><code>([^<]*)</code>', text
+        )
+    ]
+    # hostile was written last, then long, compacted, the fork, trip (undone: its last append
+    # is the retract, before the fork's).
+    assert ids[:4] == [corpus.hostile, corpus.long, corpus.compacted, corpus.fork]
+    assert set(ids) == {corpus.trip, corpus.fork, corpus.compacted, corpus.long, corpus.hostile}
+    assert "Plan a **trip** to Oslo" in text  # the title, escaped, not rendered
+    assert f">{corpus.long_messages}<" in text
+    assert "secret" not in text
+
+
+def test_sessions_page_keyset_paging(client: TestClient, corpus, monkeypatch) -> None:
+    from chatkeep.web import app as app_module
+
+    monkeypatch.setattr(app_module, "SESSIONS_PER_PAGE", 2)
+    seen: list[str] = []
+    path = "/"
+    for _ in range(5):
+        text = page(client, path)
+        seen += [html.unescape(m) for m in re.findall(r"<code>([^<]*)</code></a></td>", text)]
+        older = re.search(r'rel="next" href="([^"]*)"', text)
+        if older is None:
+            break
+        path = html.unescape(older.group(1))
+    assert len(seen) == 5 and len(set(seen)) == 5
+
+
+def test_conversation_shows_tool_calls_reasoning_media_and_markers(
+    client: TestClient, corpus
+) -> None:
+    text = page(client, f"/session?id={corpus.trip}")
+    assert '<details class="tool call">' in text and "weather" in text
+    assert "&#34;city&#34;: &#34;Oslo&#34;" in text or '"city": "Oslo"' in html.unescape(text)
+    assert '<details class="reasoning">' in text
+    assert "<strong>trip</strong>" in text  # markdown rendered
+    assert 'rel="noopener noreferrer nofollow"' in text
+    assert '<img src="/media?' in text  # the PNG inline
+    assert text.count("<img ") == 1  # the SVG is a download, not an image
+    assert "status-undone" in text and "Actually, Bergen?" in text
+    assert "kind-undo" in text and "Forked here" in text and "trip-fork" in text
+    assert "secret" not in text
+
+
+def test_fork_links_both_ways_and_the_forks_page(client: TestClient, corpus) -> None:
+    text = page(client, f"/session?id={corpus.fork}")
+    link = re.search(r'class="fork-parent" href="([^"]*)"', text)
+    assert link is not None
+    parent = page(client, html.unescape(link.group(1)).split("#")[0])
+    assert (
+        "Plan a <strong>trip</strong> to Oslo" in parent
+        and 'class="record message status-view target"' in parent
+    )
+    forks = page(client, f"/forks?id={corpus.trip}")
+    assert "trip-fork" in forks
+
+
+def test_checkpoint_and_compacted_messages(
+    client: TestClient, corpus, read_only_store: Store
+) -> None:
+    text = page(client, f"/session?id={corpus.compacted}")
+    assert "Compaction checkpoint" in text and "Summary of 3 turns" in text
+    (checkpoint,) = [e for e in read_log(read_only_store, corpus.compacted) if e.is_control]
+    assert checkpoint.control is not None
+    # 8 messages before the checkpoint, its last `keep` still in the view
+    assert text.count("record message status-compacted") == 8 - checkpoint.control["keep"]
+    assert "after the checkpoint" in text
+
+
+def test_long_session_paged_from_the_end(client: TestClient, corpus) -> None:
+    text = page(client, f"/session?id={corpus.long}")
+    last = corpus.long_messages - 1
+    assert f">long message {last}</p>" in text and ">long message 0</p>" not in text
+    assert text.count('class="record message') == 100
+    older = re.search(r'rel="prev" href="([^"]*)"', text)
+    assert older is not None
+    second = page(client, html.unescape(older.group(1)))
+    assert f">long message {last - 100}</p>" in second and f">long message {last}</p>" not in second
+
+
+def test_download_is_the_export_format(client: TestClient, corpus) -> None:
+    response = client.get(f"/session.jsonl?id={corpus.trip}")
+    assert response.status_code == 200
+    assert response.headers["content-disposition"].startswith("attachment")
+    lines = [json.loads(line) for line in response.text.splitlines()]
+    assert lines[0]["chatkeep"]
+    assert {line["session"] for line in lines if "session" in line} == {corpus.trip}
+
+
+class _Elements(HTMLParser):
+    """Every element of a page with its attributes, as a browser's parser sees them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, dict(attrs)))
+
+
+def elements(text: str) -> list[tuple[str, dict[str, str | None]]]:
+    parser = _Elements()
+    parser.feed(text)
+    return parser.elements
+
+
+def test_hostile_content_is_escaped_everywhere(client: TestClient, corpus) -> None:
+    for path in ("/", f"/session?id={sid(corpus.hostile)}", f"/forks?id={sid(corpus.hostile)}"):
+        text = page(client, path)
+        found = elements(text)
+        scripts = [attrs.get("src") for tag, attrs in found if tag == "script"]
+        assert scripts == ["/static/app.js"]
+        for tag, attrs in found:
+            assert tag not in ("iframe", "svg", "object", "embed", "base", "form") or (
+                tag == "form" and attrs.get("action") == "/"
+            )
+            assert not [name for name in attrs if name.startswith("on")], (tag, attrs)
+            for name in ("href", "src", "action"):
+                value = (attrs.get(name) or "").strip().lower()
+                assert not value.startswith(("javascript:", "data:", "vbscript:")), (tag, attrs)
+        # the page is intact: its last element is the footer's paragraph
+        assert found[-1][0] == "p" and text.rstrip().endswith("</html>")
+    text = page(client, f"/session?id={sid(corpus.hostile)}")
+    assert "&lt;script&gt;alert(" in text
+
+
+def test_media_inline_only_for_safe_types(client: TestClient, corpus) -> None:
+    text = page(client, f"/session?id={corpus.trip}")
+    hrefs = [html.unescape(h) for h in re.findall(r'href="(/media\?[^"]*)"', text)]
+    png, svg = hrefs[0], hrefs[-1]
+    image = client.get(png)
+    assert image.headers["content-type"] == "image/png" and image.content.startswith(b"\x89PNG")
+    download = client.get(svg)
+    assert download.headers["content-type"] == "application/octet-stream"
+    assert download.headers["content-disposition"].startswith("attachment")
+    assert "sandbox" in download.headers["content-security-policy"]
+
+
+def test_nothing_but_get(client: TestClient, corpus, read_only_store: Store) -> None:
+    before = {s: read_only_store.read(s) for s in (corpus.trip, corpus.long)}
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        response = client.request(method, f"/session?id={corpus.trip}")
+        assert response.status_code == 405
+    for path in ("/", f"/session?id={corpus.trip}", f"/session.jsonl?id={corpus.trip}"):
+        page_or_file = client.get(path)
+        assert page_or_file.status_code == 200
+    assert {s: read_only_store.read(s) for s in before} == before
+    assert len(read_view(read_only_store, corpus.trip)) == 4
+
+
+def test_bad_input_is_one_line_errors(client: TestClient, corpus) -> None:
+    assert client.get("/session").status_code == 400
+    assert client.get("/session?id=nope").status_code == 404
+    assert client.get(f"/session?id={corpus.trip}&before=x").status_code == 400
+    assert client.get("/?before=garbage").status_code == 400
+    assert client.get("/session?id=a%00b").status_code == 400
+    assert client.get(f"/media?id={corpus.trip}&p=0&c=9").status_code == 404
+
+
+def test_dns_rebinding_host_refused(read_only_store: Store) -> None:
+    app = create_app(read_only_store, hosts=("127.0.0.1", "localhost"))
+    with TestClient(app, base_url="http://evil.example:8700") as client:
+        assert client.get("/").status_code == 421
+    with TestClient(app, base_url="http://localhost:8700") as client:
+        assert client.get("/").status_code == 200
+
+
+def test_token_checked_on_every_request(read_only_store: Store) -> None:
+    token = "t" * 24
+    app = create_app(read_only_store, token=token)
+    with TestClient(app, base_url="http://10.0.0.5:8700") as client:
+        assert client.get("/").status_code == 401
+        assert client.get("/static/app.css").status_code == 401
+        assert client.get("/?token=wrong-token-wrong-token").status_code == 401
+        assert client.get("/", headers={"authorization": f"Bearer {token}"}).status_code == 200
+        first = client.get(f"/?token={token}&prefix=t", follow_redirects=False)
+        assert first.status_code == 303 and first.headers["location"] == "/?prefix=t"
+        assert token not in first.headers["location"]
+        assert client.get("/").status_code == 200  # the cookie now
