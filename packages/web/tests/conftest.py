@@ -9,7 +9,7 @@ missing one skips, or fails under ``CI=true``).
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,6 +146,12 @@ def write_corpus(url: str, long_messages: int = 250) -> Corpus:
         return Corpus(url, trip, child, fork_point, compacted, long, hostile, long_messages)
     finally:
         store.close()
+
+
+@pytest.fixture(scope="session")
+def corpus_writer() -> Callable[..., Corpus]:
+    """:func:`write_corpus`, for tests that write their corpus in a fixture of their own."""
+    return write_corpus
 
 
 @pytest.fixture(params=["sqlite", "redis"])
