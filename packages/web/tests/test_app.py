@@ -16,6 +16,7 @@ from starlette.testclient import TestClient
 from chatkeep.core import Store, read_view
 from chatkeep.core.views import read_log
 from chatkeep.web import create_app
+from chatkeep.web.conversation import PAGE_SIZE
 from chatkeep.web.security import CSP
 
 pytestmark = pytest.mark.timeout(120)
@@ -118,11 +119,12 @@ def test_long_session_paged_from_the_end(client: TestClient, corpus) -> None:
     text = page(client, f"/session?id={corpus.long}")
     last = corpus.long_messages - 1
     assert f">long message {last}</p>" in text and ">long message 0</p>" not in text
-    assert text.count('class="record message') == 100
+    assert text.count('class="record message') == PAGE_SIZE
     older = re.search(r'rel="prev" href="([^"]*)"', text)
     assert older is not None
     second = page(client, html.unescape(older.group(1)))
-    assert f">long message {last - 100}</p>" in second and f">long message {last}</p>" not in second
+    assert f">long message {last - PAGE_SIZE}</p>" in second
+    assert f">long message {last}</p>" not in second
 
 
 def test_download_is_the_export_format(client: TestClient, corpus) -> None:
@@ -224,3 +226,39 @@ def test_token_checked_on_every_request(read_only_store: Store) -> None:
         assert first.status_code == 303 and first.headers["location"] == "/?prefix=t"
         assert token not in first.headers["location"]
         assert client.get("/").status_code == 200  # the cookie now
+
+
+def test_keyset_pages_without_a_recent_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store without ``recent`` (memory, its index hidden) pages by the same cursor,
+    from every session's last record; sessions without a stored time come last and page."""
+    import asyncio
+    import uuid
+
+    from chatkeep.core import Message, TextContent, encode_records, open_store
+    from chatkeep.core.metadata import utc_stamp
+    from chatkeep.web.listing import format_cursor, parse_cursor, sessions_page
+
+    store = open_store(f"memory://web-{uuid.uuid4().hex}")
+    supports = Store.supports
+    monkeypatch.setattr(
+        Store, "supports", lambda self, name: name != "recent" and supports(self, name)
+    )
+    for n in range(7):
+        stamp = utc_stamp() if n < 5 else None  # two written without a time
+        message = Message("user", [TextContent(f"hi {n}")], message_id=f"m{n}")
+        store.append(f"s{n}", encode_records([message], stored_at=stamp))
+    seen: list[str] = []
+    cursor = None
+    for _ in range(10):
+        page = asyncio.run(sessions_page(store, before=cursor, limit=3))
+        assert not page.indexed
+        seen += [row.info.id for row in page.sessions]
+        if page.next_cursor is None:
+            break
+        cursor = parse_cursor(format_cursor(page.next_cursor))
+    assert sorted(seen) == [f"s{n}" for n in range(7)] and len(seen) == 7
+    assert set(seen[-2:]) == {"s5", "s6"}  # no time: last
+    with pytest.raises(ValueError):
+        parse_cursor("nan~s1")
+    with pytest.raises(ValueError):
+        parse_cursor("no-tilde")

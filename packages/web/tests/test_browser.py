@@ -25,6 +25,7 @@ import pytest
 
 from chatkeep.cli.stores import StoreChoice, open_store_for
 from chatkeep.web import create_app
+from chatkeep.web.conversation import PAGE_SIZE
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -174,12 +175,11 @@ def test_long_session_pages_from_the_end(watched: Watched, site) -> None:
     page.goto(server.base + f"/session?id={corpus.long}")
     last = corpus.long_messages - 1
     messages = page.locator("li.message")
-    assert messages.count() == 100
+    assert messages.count() == PAGE_SIZE
     assert messages.last.inner_text().strip().endswith(f"long message {last}")
     page.get_by_role("link", name="Earlier records").click()
-    assert (
-        page.locator("li.message").last.inner_text().strip().endswith(f"long message {last - 100}")
-    )
+    newest = page.locator("li.message").last.inner_text().strip()
+    assert newest.endswith(f"long message {last - PAGE_SIZE}")
     shoot(page, "long-earlier", corpus.url)
     page.goto(server.base + f"/forks?id={corpus.trip}")
     assert page.locator("ul.forks a").all_inner_texts() == [corpus.fork]

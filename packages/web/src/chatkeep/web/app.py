@@ -32,7 +32,6 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from chatkeep.core import (
-    CorruptRecord,
     DataContent,
     FunctionCallContent,
     FunctionResultContent,
@@ -46,7 +45,6 @@ from chatkeep.core import (
     UriContent,
     message_from_dict,
 )
-from chatkeep.core.metadata import adescribe_session
 from chatkeep.core.transfer import export_jsonl
 from chatkeep.core.urls import redact_text
 from chatkeep.core.views import alist_forks, decode_log
@@ -184,15 +182,11 @@ class _Pages:
         kept = self._int(request, "kept")
         state = WalkState(request.query_params.get("undo") or None, kept)
         try:
-            info = await adescribe_session(self.store, session_id)
-            damaged = None
-        except SessionNotFound:
-            return self._error(404, "no such session")
+            page = await log_page(self.store, session_id, before=before, state=state)
         except InvalidSessionId as error:
             return self._error(400, str(error))
-        except CorruptRecord as error:
-            info, damaged = None, str(error)
-        page = await log_page(self.store, session_id, before=before, state=state)
+        if page.length == 0:
+            return self._error(404, "no such session")
         older = None
         if page.start > 0:
             older = _url(
@@ -208,8 +202,7 @@ class _Pages:
         return self._html(
             "conversation.html",
             session_id=session_id,
-            info=info,
-            damaged=redact_text(damaged) if damaged else None,
+            info=page.header,
             page=page,
             older=older,
             newer=newer,

@@ -12,26 +12,33 @@ into the link to the page before (:class:`WalkState`), so an older page needs no
 the newer records. A fork's messages before the fork point live in its parent: the page
 links there, at the message the fork continues from.
 
-Costs: the log's length by O(log n) one-record reads, then one read of the page's records;
-a 10,000-record session opens with the same reads as a 50-record one (plus ~8 probes).
+Costs: the log's length by O(log n) one-record reads, one read of the page's records, one
+of the log's first :data:`~chatkeep.core.metadata.HEAD` records (for the title and the
+creation time) and at most one of two records (the running count at the log's end): a
+10,000-record session opens with the same reads as a 50-record one, plus ~7 probes. The
+session's view is never walked (the message count is shown only when the log's end proves
+it; the sessions page's count may walk, within the core's bound).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from chatkeep.core import Store
+from chatkeep.core import Message, Record, Store
+from chatkeep.core.metadata import HEAD, TITLE_LENGTH
 from chatkeep.core.views import LogEntry, decode_log
 from chatkeep.core.views._control import CHECKPOINT, FORK, FORKED, RETRACT, SPLICE
+from chatkeep.core.views._count import marked_count_program
 from chatkeep.core.views._program import Read, arun
 from chatkeep.core.views._walk import probe_length
 
 __all__ = ["PAGE_SIZE", "LogPage", "Shown", "WalkState", "log_page"]
 
 #: Records per page.
-PAGE_SIZE = 100
+PAGE_SIZE = 50
 
 #: What a record is in the view (:attr:`Shown.status`).
 IN_VIEW = "view"
@@ -63,6 +70,30 @@ class Shown:
         return self.entry.control or {}
 
 
+@dataclass(frozen=True)
+class Header:
+    """What the page's head says of the session, found without walking its log: the first
+    record's time, the last record's time, the first user message of its own log's first
+    :data:`~chatkeep.core.metadata.HEAD` records (a fork's title lives in its parent), and
+    the view's message count when the log's end proves it (a running count, see
+    :mod:`chatkeep.core.metadata`), else ``None``."""
+
+    created_at: datetime | None
+    updated_at: datetime | None
+    title: str | None
+    messages: int | None
+
+
+def _title(entries: list[LogEntry]) -> str | None:
+    for entry in entries:
+        message: Message | None = entry.message
+        if message is not None and message.role == "user":
+            line = " ".join(message.text.split())
+            if line:
+                return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1] + "…"
+    return None
+
+
 @dataclass
 class LogPage:
     """A page of a session's log: records ``start`` to ``stop`` (absolute positions) of a
@@ -74,6 +105,7 @@ class LogPage:
     stop: int
     records: list[Shown] = field(default_factory=list)
     older: WalkState = field(default_factory=WalkState)
+    header: Header = field(default_factory=lambda: Header(None, None, None, None))
 
     @property
     def fork_of(self) -> Mapping[str, Any] | None:
@@ -121,15 +153,22 @@ def _walk(entries: list[LogEntry], state: WalkState) -> tuple[list[Shown], WalkS
 def _program(
     session_id: str, before: int | None, state: WalkState, size: int
 ) -> Any:  # a Program[LogPage]
-    length, _last = yield from probe_length(session_id)
+    length, last = yield from probe_length(session_id)
     stop = length if before is None else max(0, min(before, length))
     start = max(0, stop - size)
-    if stop <= start:
+    if stop <= start or last is None:
         return LogPage(session_id, length, start, stop)
-    records = yield Read(session_id, start, stop)
+    records: list[Record] = yield Read(session_id, start, stop)
     entries = decode_log(records, start)
     shown, older = _walk(entries, state if before is not None else WalkState())
-    return LogPage(session_id, length, start, start + len(records), shown, older)
+    head = entries[:HEAD]
+    if start > 0:
+        head_records: list[Record] = yield Read(session_id, 0, HEAD)
+        head = decode_log(head_records, 0)
+    messages = yield from marked_count_program(session_id, last, None)
+    (newest,) = decode_log([last], length - 1)
+    header = Header(head[0].stored_at if head else None, newest.stored_at, _title(head), messages)
+    return LogPage(session_id, length, start, start + len(records), shown, older, header)
 
 
 async def log_page(
