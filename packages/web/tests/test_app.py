@@ -233,6 +233,7 @@ def test_keyset_pages_without_a_recent_index(monkeypatch: pytest.MonkeyPatch) ->
     from every session's last record; sessions without a stored time come last and page."""
     import asyncio
     import uuid
+    from concurrent.futures import ThreadPoolExecutor
 
     from chatkeep.core import Message, TextContent, encode_records, open_store
     from chatkeep.core.metadata import utc_stamp
@@ -250,7 +251,9 @@ def test_keyset_pages_without_a_recent_index(monkeypatch: pytest.MonkeyPatch) ->
     seen: list[str] = []
     cursor = None
     for _ in range(10):
-        page = asyncio.run(sessions_page(store, before=cursor, limit=3))
+        # in a thread of its own: the browser tests' Playwright keeps a loop in this one
+        with ThreadPoolExecutor(1) as pool:
+            page = pool.submit(asyncio.run, sessions_page(store, before=cursor, limit=3)).result()
         assert not page.indexed
         seen += [row.info.id for row in page.sessions]
         if page.next_cursor is None:
