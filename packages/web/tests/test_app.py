@@ -265,3 +265,30 @@ def test_keyset_pages_without_a_recent_index(monkeypatch: pytest.MonkeyPatch) ->
         parse_cursor("nan~s1")
     with pytest.raises(ValueError):
         parse_cursor("no-tilde")
+
+
+def test_undo_and_checkpoint_state_carries_across_pages(
+    client: TestClient, corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With pages of one record, each status still comes out as on one page: the walk's
+    state travels in the link to the older page."""
+    from chatkeep.web import app as app_module
+
+    def statuses(session_id: str, size: int) -> list[str]:
+        monkeypatch.setattr(app_module, "PAGE_SIZE", size)
+        found: list[str] = []
+        path = f"/session?id={session_id}"
+        for _ in range(40):
+            text = page(client, path)
+            pattern = r'<li class="record [a-z]+(?: kind-[a-z]+)? (status-[a-z]+)'
+            found = re.findall(pattern, text) + found
+            older = re.search(r'rel="prev" href="([^"]*)"', text)
+            if older is None:
+                return found
+            path = html.unescape(older.group(1))
+        raise AssertionError("too many pages")
+
+    for session_id in (corpus.trip, corpus.compacted):
+        whole = statuses(session_id, 100)
+        assert "status-undone" in whole or "status-compacted" in whole
+        assert statuses(session_id, 1) == whole

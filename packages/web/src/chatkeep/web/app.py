@@ -179,10 +179,16 @@ class _Pages:
         at = self._int(request, "at")
         if at is not None and before is None:
             before = page_of(at)
-        kept = self._int(request, "kept")
-        state = WalkState(request.query_params.get("undo") or None, kept)
+        state = WalkState(
+            request.query_params.get("undo") or None,
+            self._int(request, "kept"),
+            request.query_params.get("covers") or None,
+            self._int(request, "ckeep") or 0,
+        )
         try:
-            page = await log_page(self.store, session_id, before=before, state=state)
+            page = await log_page(
+                self.store, session_id, before=before, state=state, size=PAGE_SIZE
+            )
         except InvalidSessionId as error:
             return self._error(400, str(error))
         if page.length == 0:
@@ -195,6 +201,8 @@ class _Pages:
                 before=page.start,
                 undo=page.older.undo_target,
                 kept=page.older.kept,
+                covers=page.older.covers,
+                ckeep=page.older.covers_keep if page.older.covers else None,
             )
         newer = None
         if page.stop < page.length:

@@ -49,11 +49,15 @@ COMPACTED = "compacted"
 @dataclass(frozen=True)
 class WalkState:
     """Where the backward walk stands between two pages: inside an undone span (until the
-    record ``undo_target``), and how many more view messages an honoured checkpoint keeps
-    (``kept``; ``None``: no checkpoint met; 0: everything older is compacted)."""
+    record ``undo_target``), how many more view messages an honoured checkpoint keeps
+    (``kept``; ``None``: no checkpoint met; 0: everything older is compacted), and a
+    checkpoint met last on the newer page, honoured if the next record is ``covers``
+    (it keeps ``covers_keep``)."""
 
     undo_target: str | None = None
     kept: int | None = None
+    covers: str | None = None
+    covers_keep: int = 0
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,8 @@ def _walk(entries: list[LogEntry], state: WalkState) -> tuple[list[Shown], WalkS
     undo_target, kept = state.undo_target, state.kept
     shown: list[Shown] = []
     pending: Mapping[str, Any] | None = None
+    if state.covers is not None:
+        pending = {"covers": state.covers, "keep": state.covers_keep}
     for entry in reversed(entries):
         if pending is not None:
             if entry.record_id == pending.get("covers") and kept is None:
@@ -147,6 +153,15 @@ def _walk(entries: list[LogEntry], state: WalkState) -> tuple[list[Shown], WalkS
             pending = entry.control
         shown.append(Shown(entry, IN_VIEW))
     shown.reverse()
+    if pending is not None:
+        keep = pending.get("keep")
+        covers = pending.get("covers")
+        return shown, WalkState(
+            undo_target,
+            kept,
+            covers if isinstance(covers, str) else None,
+            keep if isinstance(keep, int) and keep >= 0 else 0,
+        )
     return shown, WalkState(undo_target, kept)
 
 
