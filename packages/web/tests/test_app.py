@@ -292,3 +292,18 @@ def test_undo_and_checkpoint_state_carries_across_pages(
         whole = statuses(session_id, 100)
         assert "status-undone" in whole or "status-compacted" in whole
         assert statuses(session_id, 1) == whole
+
+
+def test_a_session_appended_to_since_shows_the_new_records(client: TestClient, corpus) -> None:
+    """The app remembers a session's length between pages; an append since is seen."""
+    from chatkeep.core import Message, TextContent, encode_records, open_store
+
+    assert "And Stockholm?" in page(client, f"/session?id={corpus.fork}")
+    assert "And Stockholm?" in page(client, f"/session?id={corpus.fork}")  # remembered
+    writer = open_store(corpus.url)
+    try:
+        message = Message("user", [TextContent("And Tallinn?")], message_id="later-1")
+        writer.append(corpus.fork, encode_records([message]))
+    finally:
+        writer.close()
+    assert "And Tallinn?" in page(client, f"/session?id={corpus.fork}")

@@ -17,6 +17,7 @@ CSS and script. Session ids travel in the query string, percent-encoded, whateve
 from __future__ import annotations
 
 import io
+from collections import OrderedDict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ from chatkeep.core.transfer import export_jsonl
 from chatkeep.core.urls import redact_text
 from chatkeep.core.views import alist_forks, decode_log
 
-from .conversation import KINDS_SHOWN, PAGE_SIZE, WalkState, log_page, page_of
+from .conversation import KINDS_SHOWN, PAGE_SIZE, Known, WalkState, log_page, page_of
 from .listing import format_cursor, parse_cursor, sessions_page
 from .render import INLINE_MEDIA, markdown, pretty_json, safe_link
 from .security import Guard
@@ -59,6 +60,8 @@ __all__ = ["create_app"]
 _HERE = Path(__file__).parent
 #: Sessions per page of the sessions list.
 SESSIONS_PER_PAGE = 50
+#: How many sessions' :class:`~chatkeep.web.conversation.Known` the app keeps.
+KNOWN_SESSIONS = 1024
 
 
 def _url(path: str, **params: Any) -> str:
@@ -131,6 +134,9 @@ class _Pages:
         self.store = store
         self.store_shown = store_shown
         self.env = _environment()
+        # What the last page of each recently shown session found (see Known), at most
+        # KNOWN_SESSIONS of them, the least recently shown dropped first.
+        self.known: OrderedDict[str, Known] = OrderedDict()
 
     def _html(self, template: str, status: int = 200, **context: Any) -> HTMLResponse:
         body = self.env.get_template(template).render(store=self.store_shown, **context)
@@ -187,12 +193,23 @@ class _Pages:
         )
         try:
             page = await log_page(
-                self.store, session_id, before=before, state=state, size=PAGE_SIZE
+                self.store,
+                session_id,
+                before=before,
+                state=state,
+                size=PAGE_SIZE,
+                known=self.known.get(session_id),
             )
         except InvalidSessionId as error:
             return self._error(400, str(error))
         if page.length == 0:
+            self.known.pop(session_id, None)
             return self._error(404, "no such session")
+        if page.known is not None:
+            self.known[session_id] = page.known
+            self.known.move_to_end(session_id)
+            while len(self.known) > KNOWN_SESSIONS:
+                self.known.popitem(last=False)
         older = None
         if page.start > 0:
             older = _url(

@@ -12,12 +12,14 @@ into the link to the page before (:class:`WalkState`), so an older page needs no
 the newer records. A fork's messages before the fork point live in its parent: the page
 links there, at the message the fork continues from.
 
-Costs: the log's length by O(log n) one-record reads, one read of the page's records, one
-of the log's first :data:`~chatkeep.core.metadata.HEAD` records (for the title and the
-creation time) and at most one of two records (the running count at the log's end): a
-10,000-record session opens with the same reads as a 50-record one, plus ~7 probes. The
-session's view is never walked (the message count is shown only when the log's end proves
-it; the sessions page's count may walk, within the core's bound).
+Costs: the log's length by O(log n) one-record reads (one read of two records when the
+app saw the session before and nothing was appended since: :class:`Known`), one read of the
+page's records, one of the log's first :data:`~chatkeep.core.metadata.HEAD` records (for
+the title and the creation time; not when :class:`Known` holds) and at most one of two
+records (the running count at the log's end): a 10,000-record session opens with the same
+reads as a 50-record one, plus ~15 probes the first time. The session's view is never
+walked (the message count is shown only when the log's end proves it; the sessions page's
+count may walk, within the core's bound).
 """
 
 from __future__ import annotations
@@ -110,6 +112,8 @@ class LogPage:
     records: list[Shown] = field(default_factory=list)
     older: WalkState = field(default_factory=WalkState)
     header: Header = field(default_factory=lambda: Header(None, None, None, None))
+    #: What the next page of this session may start from (see :class:`Known`).
+    known: Known | None = None
 
     @property
     def fork_of(self) -> Mapping[str, Any] | None:
@@ -165,10 +169,35 @@ def _walk(entries: list[LogEntry], state: WalkState) -> tuple[list[Shown], WalkS
     return shown, WalkState(undo_target, kept)
 
 
-def _program(
-    session_id: str, before: int | None, state: WalkState, size: int
-) -> Any:  # a Program[LogPage]
+@dataclass(frozen=True)
+class Known:
+    """What an earlier page of a session found that stays true while its log only grows:
+    its length then, its last record's id, its creation time and title (from its head)."""
+
+    length: int
+    last_id: str
+    created_at: datetime | None
+    title: str | None
+
+
+def _length(
+    session_id: str, known: Known | None
+) -> Any:  # a Program[tuple[int, Record | None, bool]]
+    """The log's length, its last record, and whether ``known`` still holds (nothing was
+    appended since, and its last record is the same): one read of two records then, else
+    the O(log n) probe."""
+    if known is not None and known.length > 0:
+        got: list[Record] = yield Read(session_id, known.length - 1, known.length + 1)
+        if len(got) == 1 and got[0].id == known.last_id:
+            return known.length, got[0], True
     length, last = yield from probe_length(session_id)
+    return length, last, False
+
+
+def _program(
+    session_id: str, before: int | None, state: WalkState, size: int, known: Known | None
+) -> Any:  # a Program[LogPage]
+    length, last, same = yield from _length(session_id, known)
     stop = length if before is None else max(0, min(before, length))
     start = max(0, stop - size)
     if stop <= start or last is None:
@@ -176,14 +205,20 @@ def _program(
     records: list[Record] = yield Read(session_id, start, stop)
     entries = decode_log(records, start)
     shown, older = _walk(entries, state if before is not None else WalkState())
-    head = entries[:HEAD]
-    if start > 0:
-        head_records: list[Record] = yield Read(session_id, 0, HEAD)
-        head = decode_log(head_records, 0)
+    if same and known is not None:
+        created_at, title = known.created_at, known.title
+    else:
+        head = entries[:HEAD]
+        if start > 0:
+            head_records: list[Record] = yield Read(session_id, 0, HEAD)
+            head = decode_log(head_records, 0)
+        created_at, title = (head[0].stored_at if head else None), _title(head)
     messages = yield from marked_count_program(session_id, last, None)
     (newest,) = decode_log([last], length - 1)
-    header = Header(head[0].stored_at if head else None, newest.stored_at, _title(head), messages)
-    return LogPage(session_id, length, start, start + len(records), shown, older, header)
+    header = Header(created_at, newest.stored_at, title, messages)
+    page = LogPage(session_id, length, start, start + len(records), shown, older, header)
+    page.known = Known(length, last.id, created_at, title)
+    return page
 
 
 async def log_page(
@@ -193,10 +228,13 @@ async def log_page(
     before: int | None = None,
     state: WalkState | None = None,
     size: int = PAGE_SIZE,
+    known: Known | None = None,
 ) -> LogPage:
     """The page of ``size`` records ending right before position ``before`` (``None``: the
-    log's end), with ``state`` the walk's state there (from the newer page's link)."""
-    page: LogPage = await arun(store, _program(session_id, before, state or WalkState(), size))
+    log's end), with ``state`` the walk's state there (from the newer page's link);
+    ``known``: what an earlier page of the session found (:attr:`LogPage.known`)."""
+    program = _program(session_id, before, state or WalkState(), size, known)
+    page: LogPage = await arun(store, program)
     return page
 
 
