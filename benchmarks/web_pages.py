@@ -128,6 +128,34 @@ def ttfb(port: int, path: str) -> float:
     return elapsed
 
 
+def first_views(url: str, rounds: int) -> dict[str, list[float]]:
+    """The page's reads for a session the app has not shown before (no
+    :class:`~chatkeep.web.conversation.Known`: the O(log n) length probe and the head
+    read), in process, interleaved: the data behind a first view, without HTTP or HTML."""
+    import asyncio
+
+    from chatkeep.cli.stores import StoreChoice, open_store_for
+    from chatkeep.web.conversation import log_page
+
+    store = open_store_for(StoreChoice(url, "--url"), read_only=True)
+    samples: dict[str, list[float]] = {
+        f"first view's reads, {length:,} messages": [] for length in LONG.values()
+    }
+
+    async def measure() -> None:
+        for _ in range(rounds):
+            for (name, _length), key in zip(LONG.items(), samples, strict=True):
+                started = time.perf_counter()
+                await log_page(store, name)
+                samples[key].append(time.perf_counter() - started)
+
+    try:
+        asyncio.run(measure())
+    finally:
+        store.close()
+    return samples
+
+
 def _summary(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered), ordered[int(0.9 * (len(ordered) - 1))]
@@ -170,6 +198,7 @@ def run_backend(backend: str, sessions: int, rounds: int, workdir: Path) -> list
             for key in client.scan_iter(match=f"*webbench-{token}-*", count=5000):
                 client.unlink(key)
             client.close()
+    first = first_views(large, rounds)
     rows = []
     medians = {}
     for name, values in samples.items():
@@ -183,6 +212,9 @@ def run_backend(backend: str, sessions: int, rounds: int, workdir: Path) -> list
         "conversation, 10,000/10 messages": medians[names[4]] / medians[names[2]],
     }
     rows += [f"| {backend} | ratio {name} | {ratio:.2f}x | |" for name, ratio in ratios.items()]
+    for name, values in first.items():
+        median, p90 = _summary(values)
+        rows.append(f"| {backend} | {name} | {median * 1e3:.2f} ms | {p90 * 1e3:.2f} ms |")
     return rows
 
 

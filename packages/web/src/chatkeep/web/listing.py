@@ -9,6 +9,7 @@ last record is read to order them (the cost of the core's own newest-first listi
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import math
 from dataclasses import dataclass
@@ -124,6 +125,8 @@ async def sessions_page(
     """The ``limit`` most recently updated conversations after the cursor ``before``."""
     indexed = store.supports(RECENT)
     pairs, more = await (_indexed if indexed else _scanned)(store, prefix, before, limit)
-    rows = [row for sid, updated in pairs if (row := await _describe(store, sid, updated))]
+    # Described side by side: on a server backend the rows' round trips overlap.
+    described = await asyncio.gather(*(_describe(store, sid, updated) for sid, updated in pairs))
+    rows = [row for row in described if row is not None]
     next_cursor = (pairs[-1][1], pairs[-1][0]) if more and pairs else None
     return SessionsPage(rows, next_cursor, indexed)
