@@ -307,3 +307,17 @@ def test_a_session_appended_to_since_shows_the_new_records(client: TestClient, c
     finally:
         writer.close()
     assert "And Tallinn?" in page(client, f"/session?id={corpus.fork}")
+
+
+def test_message_permalink_finds_it_in_the_fork_ancestor(client: TestClient, corpus) -> None:
+    """``/message?id=FORK&m=ID`` of a message of the fork's prefix goes to the parent's
+    page that shows it."""
+    response = client.get(
+        f"/message?id={corpus.fork}&m={corpus.fork_point}", follow_redirects=False
+    )
+    assert response.status_code == 303
+    location = response.headers["location"]
+    assert location.startswith("/session?id=trip&at=3") and location.endswith("#p-3")
+    assert 'id="p-3"' in page(client, location.split("#")[0])
+    assert client.get(f"/message?id={corpus.fork}&m=nope").status_code == 404
+    assert client.get(f"/message?id={corpus.fork}").status_code == 400

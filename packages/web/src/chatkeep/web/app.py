@@ -9,7 +9,9 @@
 
 Routes (all ``GET``): ``/`` the sessions, newest first (``?before=`` the keyset cursor,
 ``?prefix=``); ``/session?id=ID`` a conversation, paged from its end (``&before=POSITION``);
-``/session.jsonl?id=ID`` its download in the export format; ``/media?id=ID&p=POSITION&c=N``
+``/message?id=ID&m=MESSAGE_ID`` a message's permalink (a redirect to the page
+showing it, in the session or the fork ancestor holding it); ``/session.jsonl?id=ID`` its
+download in the export format; ``/media?id=ID&p=POSITION&c=N``
 one data content; ``/forks?id=ID`` the sessions forked from it; ``/static/...`` the page's
 CSS and script. Session ids travel in the query string, percent-encoded, whatever they hold.
 """
@@ -28,7 +30,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -49,6 +51,8 @@ from chatkeep.core import (
 from chatkeep.core.transfer import export_jsonl
 from chatkeep.core.urls import redact_text
 from chatkeep.core.views import alist_forks, decode_log
+from chatkeep.core.views._program import arun
+from chatkeep.core.views._walk import find_record
 
 from .conversation import KINDS_SHOWN, PAGE_SIZE, Known, WalkState, log_page, page_of
 from .listing import format_cursor, parse_cursor, sessions_page
@@ -234,6 +238,23 @@ class _Pages:
             at=at,
         )
 
+    async def message(self, request: Request) -> Response:
+        """A message's permalink by id: redirects to the page of the log (the session's
+        own, or the fork ancestor's that holds it) showing it, focused."""
+        session_id = self._session_id(request)
+        message_id = request.query_params.get("m")
+        if not message_id:
+            raise HTTPException(400, "which message? (&m=MESSAGE_ID)")
+        try:
+            found = await arun(self.store, find_record(session_id, message_id))
+        except InvalidSessionId as error:
+            return self._error(400, str(error))
+        if found is None:
+            return self._error(404, "no such message in this session")
+        holder, position = found
+        target = _url("/session", id=holder, at=position) + f"#p-{position}"
+        return RedirectResponse(target, status_code=303)
+
     async def forks(self, request: Request) -> Response:
         session_id = self._session_id(request)
         try:
@@ -310,6 +331,7 @@ def create_app(store: Store, *, store_shown: str = "", token: str | None = None,
             Route("/session.jsonl", pages.download),
             Route("/media", pages.media),
             Route("/forks", pages.forks),
+            Route("/message", pages.message),
             Route("/favicon.ico", lambda _request: Response(status_code=204)),
             Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
         ],
