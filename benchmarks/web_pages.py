@@ -190,6 +190,7 @@ def run_backend(backend: str, sessions: int, rounds: int, workdir: Path) -> list
             for _ in range(rounds):
                 for name, (connection, path) in cases.items():
                     samples[name].append(ttfb(connection, path))
+        first = first_views(large, rounds)
     finally:
         if backend == "redis":
             import redis
@@ -198,7 +199,6 @@ def run_backend(backend: str, sessions: int, rounds: int, workdir: Path) -> list
             for key in client.scan_iter(match=f"*webbench-{token}-*", count=5000):
                 client.unlink(key)
             client.close()
-    first = first_views(large, rounds)
     rows = []
     medians = {}
     for name, values in samples.items():
