@@ -92,6 +92,7 @@ def test_conversation_shows_tool_calls_reasoning_media_and_markers(
 
 def test_fork_links_both_ways_and_the_forks_page(client: TestClient, corpus) -> None:
     text = page(client, f"/session?id={corpus.fork}")
+    assert "<h1>Plan a **trip** to Oslo</h1>" in text  # the conversation's title, from its root
     link = re.search(r'class="fork-parent" href="([^"]*)"', text)
     assert link is not None
     parent = page(client, html.unescape(link.group(1)).split("#")[0])

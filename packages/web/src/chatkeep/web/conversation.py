@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from chatkeep.core import Message, Record, Store
-from chatkeep.core.metadata import HEAD, TITLE_LENGTH
+from chatkeep.core import Record, Store
+from chatkeep.core.metadata import HEAD, _title_program
 from chatkeep.core.views import LogEntry, decode_log
 from chatkeep.core.views._control import CHECKPOINT, FORK, FORKED, RETRACT, SPLICE
 from chatkeep.core.views._count import marked_count_program
@@ -79,8 +79,8 @@ class Shown:
 @dataclass(frozen=True)
 class Header:
     """What the page's head says of the session, found without walking its log: the first
-    record's time, the last record's time, the first user message of its own log's first
-    :data:`~chatkeep.core.metadata.HEAD` records (a fork's title lives in its parent), and
+    record's time, the last record's time, the title the sessions page shows (the first
+    user message of the conversation's first records, a fork's from its root), and
     the view's message count when the log's end proves it (a running count, see
     :mod:`chatkeep.core.metadata`), else ``None``."""
 
@@ -88,16 +88,6 @@ class Header:
     updated_at: datetime | None
     title: str | None
     messages: int | None
-
-
-def _title(entries: list[LogEntry]) -> str | None:
-    for entry in entries:
-        message: Message | None = entry.message
-        if message is not None and message.role == "user":
-            line = " ".join(message.text.split())
-            if line:
-                return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1] + "…"
-    return None
 
 
 @dataclass
@@ -208,11 +198,13 @@ def _program(
     if same and known is not None:
         created_at, title = known.created_at, known.title
     else:
-        head = entries[:HEAD]
+        head_records = records[:HEAD]
         if start > 0:
-            head_records: list[Record] = yield Read(session_id, 0, HEAD)
-            head = decode_log(head_records, 0)
-        created_at, title = (head[0].stored_at if head else None), _title(head)
+            head_records = yield Read(session_id, 0, HEAD)
+        head = decode_log(head_records, 0)
+        # The conversation's title as the sessions page shows it (a fork's is its root's).
+        title = yield from _title_program(session_id, head_records)
+        created_at = head[0].stored_at if head else None
     messages = yield from marked_count_program(session_id, last, None)
     (newest,) = decode_log([last], length - 1)
     header = Header(created_at, newest.stored_at, title, messages)
