@@ -11,6 +11,7 @@ as ``attachment`` with ``nosniff`` and a sandboxing CSP.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -35,9 +36,21 @@ def _link_open(renderer: Any, tokens: Any, index: int, options: Any, env: Any) -
 _markdown.add_render_rule("link_open", _link_open)
 
 
+#: Texts up to this long are rendered once and remembered (a page shown again renders the
+#: same messages); longer ones every time.
+CACHED_TEXT = 4096
+
+
+@functools.lru_cache(maxsize=2048)
+def _cached(text: str) -> str:
+    rendered: str = _markdown.render(text)
+    return rendered
+
+
 def markdown(text: str) -> Markup:
     """``text`` as HTML: CommonMark with raw HTML escaped and unsafe links left as text."""
-    return Markup(_markdown.render(text))  # noqa: S704 (markdown-it escapes; html is off)
+    rendered = _cached(text) if len(text) <= CACHED_TEXT else _markdown.render(text)
+    return Markup(rendered)  # noqa: S704 (markdown-it escapes; html is off)
 
 
 def pretty_json(value: Any) -> str:
