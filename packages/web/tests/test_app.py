@@ -322,3 +322,20 @@ def test_message_permalink_finds_it_in_the_fork_ancestor(client: TestClient, cor
     assert 'id="p-3"' in page(client, location.split("#")[0])
     assert client.get(f"/message?id={corpus.fork}&m=nope").status_code == 404
     assert client.get(f"/message?id={corpus.fork}").status_code == 400
+
+
+def test_a_damaged_session_is_marked_not_fatal() -> None:
+    """A record that is not a chatkeep record: the sessions page marks the session damaged
+    and the conversation page shows the record as damaged, the others as they are."""
+    import uuid
+
+    from chatkeep.core import Message, Record, TextContent, encode_records, open_store
+
+    store = open_store(f"memory://web-{uuid.uuid4().hex}")
+    good = encode_records([Message("user", [TextContent("still readable")], message_id="m1")])
+    store.append("bad", [*good, Record("r2", b"\xff not json")])
+    with TestClient(create_app(store), base_url="http://127.0.0.1:8700") as client:
+        listing = page(client, "/")
+        assert 'class="damage"' in listing and "bad" in listing
+        text = page(client, "/session?id=bad")
+        assert "Damaged record" in text and "still readable" in text

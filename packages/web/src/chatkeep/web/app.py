@@ -127,6 +127,7 @@ def _environment() -> Environment:
         inline_media=INLINE_MEDIA,
         kinds_shown=KINDS_SHOWN,
         decode=_decode,
+        redact=redact_text,
     )
     return env
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from chatkeep.core import CorruptRecord, SessionNotFound, Store
 from chatkeep.core.metadata import SessionInfo, adescribe_session
 from chatkeep.core.store import RECENT
+from chatkeep.core.urls import redact_text
 from chatkeep.core.views import alist_conversations, is_internal_session
 from chatkeep.core.views._control import parse_stamped
 from chatkeep.core.views._log import parse_time
@@ -69,7 +70,7 @@ async def _describe(store: Store, session_id: str, updated: float) -> ListedSess
     except SessionNotFound:
         return None  # deleted since the listing saw it
     except CorruptRecord as error:
-        info = SessionInfo(session_id, None, None, 0, None, False, str(error))
+        info = SessionInfo(session_id, None, None, 0, None, False, redact_text(str(error)))
     return ListedSession(info, updated)
 
 
