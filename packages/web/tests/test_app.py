@@ -162,7 +162,7 @@ def test_hostile_content_is_escaped_everywhere(client: TestClient, corpus) -> No
         assert scripts == ["/static/app.js"]
         for tag, attrs in found:
             assert tag not in ("iframe", "svg", "object", "embed", "base", "form") or (
-                tag == "form" and attrs.get("action") == "/"
+                tag == "form" and attrs.get("action") in ("/", "/session", "/search")
             )
             assert not [name for name in attrs if name.startswith("on")], (tag, attrs)
             for name in ("href", "src", "action"):
@@ -339,3 +339,26 @@ def test_a_damaged_session_is_marked_not_fatal() -> None:
         assert 'class="damage"' in listing and "bad" in listing
         text = page(client, "/session?id=bad")
         assert "Damaged record" in text and "still readable" in text
+
+
+def test_a_store_that_cannot_list_offers_to_open_by_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uuid
+
+    from chatkeep.core import CapabilityMissing, Message, TextContent, encode_records, open_store
+    from chatkeep.web import listing
+
+    store = open_store(f"memory://web-{uuid.uuid4().hex}")
+    store.append("s1", encode_records([Message("user", [TextContent("hi")], message_id="m1")]))
+
+    def cannot_list(store: Store, prefix: str | None = None) -> None:
+        raise CapabilityMissing(store.name, "list_sessions")
+
+    supports = Store.supports
+    monkeypatch.setattr(
+        Store, "supports", lambda self, name: name != "recent" and supports(self, name)
+    )
+    monkeypatch.setattr(listing, "alist_conversations", cannot_list)
+    with TestClient(create_app(store), base_url="http://127.0.0.1:8700") as client:
+        text = page(client, "/")
+        assert "cannot list its sessions" in text and 'action="/session"' in text
+        assert "hi" in page(client, "/session?id=s1")

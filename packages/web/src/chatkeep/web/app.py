@@ -35,6 +35,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from chatkeep.core import (
+    CapabilityMissing,
     DataContent,
     FunctionCallContent,
     FunctionResultContent,
@@ -174,11 +175,14 @@ class _Pages:
             before = parse_cursor(request.query_params.get("before"))
         except ValueError as error:
             return self._error(400, f"bad cursor: {error}")
-        page = await sessions_page(
-            self.store, prefix=prefix, before=before, limit=SESSIONS_PER_PAGE
-        )
+        try:
+            page = await sessions_page(
+                self.store, prefix=prefix, before=before, limit=SESSIONS_PER_PAGE
+            )
+        except CapabilityMissing:
+            page = None  # a store that cannot list: the page offers to open one by id
         older = None
-        if page.next_cursor is not None:
+        if page is not None and page.next_cursor is not None:
             older = _url("/", prefix=prefix, before=format_cursor(page.next_cursor))
         return self._html(
             "sessions.html", page=page, prefix=prefix or "", older=older, first=before is None
