@@ -88,3 +88,9 @@ def test_serve_answers_over_http_and_shows_no_credentials(corpus) -> None:
         process.terminate()
         _, err = process.communicate(timeout=30)
     assert f"127.0.0.1:{port}" in err
+
+
+def test_the_token_comes_from_the_environment_too(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("CHATKEEP_WEB_TOKEN", "weak")
+    code, _, err = run(capsys, "serve", "--url", "memory://", "--host", "0.0.0.0")
+    assert code == 2 and "16 to 256" in err and "weak" not in err
