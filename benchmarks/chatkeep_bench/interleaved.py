@@ -58,8 +58,9 @@ def ratio_table(
 @dataclass(frozen=True)
 class Target:
     """A target of an issue: row ``subject``'s median of ``column`` at most ``at_most`` times
-    row ``peer``'s, on ``backend`` (every backend with both rows: ``None``), at every length
-    measured. ``at_most=1/1.5``: at least 1.5x faster; ``1.0``: at least as fast."""
+    row ``peer``'s (or ``peer (...)``'s: the peer's driver in brackets), on ``backend``
+    (every backend with both rows: ``None``), at every length measured. ``at_most=1/1.5``:
+    at least 1.5x faster; ``1.0``: at least as fast."""
 
     subject: str
     peer: str
@@ -77,6 +78,10 @@ class Target:
         return f"{self.subject} {self.column} {bound} {self.peer}"
 
 
+def _is_peer(name: str, peer: str) -> bool:
+    return name == peer or name.startswith(f"{peer} (")
+
+
 def target_lines(rows: list[dict[str, Any]], who: str, targets: Sequence[Target]) -> Iterator[str]:
     """One line per target and measured (backend, length): the ratio of the medians and
     whether the target is met; a target with no rows to judge it by says so (never met)."""
@@ -91,7 +96,7 @@ def target_lines(rows: list[dict[str, Any]], who: str, targets: Sequence[Target]
                 (
                     other
                     for other in rows
-                    if other[who] == target.peer
+                    if _is_peer(other[who], target.peer)
                     and other["backend"] == row["backend"]
                     and other["length"] == row["length"]
                 ),
@@ -104,7 +109,7 @@ def target_lines(rows: list[dict[str, Any]], who: str, targets: Sequence[Target]
             verdict = "met" if ratio <= target.at_most else "NOT met"
             yield (
                 f"- {verdict}: {target} on {row['backend']} at {row['length']:,}: "
-                f"{ratio:.2f}x (limit {target.at_most:.2f}x)"
+                f"{ratio:.3f}x (limit {target.at_most:.3f}x)"
             )
         if not judged:
             yield f"- NOT measured: {target}" + (f" on {target.backend}" if target.backend else "")
