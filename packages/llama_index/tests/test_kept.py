@@ -98,3 +98,23 @@ async def test_the_async_interface_keeps_it_too(store: Store, sid: str) -> None:
         await ChatkeepChatStore(store=store).async_add_message(sid, said(101))
         expected.append(said(101))
         assert await chat_store.aget_messages(sid) == expected
+
+
+def test_its_own_edits_keep_the_conversation_kept(store: Store, sid: str) -> None:
+    counting = _Counting(store)
+    with Store(counting, name="counting") as counted:
+        chat_store = ChatkeepChatStore(store=counted)
+        chat_store.set_messages(sid, [said(i) for i in range(50)])
+        chat_store.get_messages(sid)
+        for index, inserted in ((25, 100), (-1, 101), (0, 102)):
+            assert chat_store.delete_message(sid, index) is not None
+            chat_store.add_message(sid, said(inserted), idx=3)
+            chat_store.add_message(sid, said(inserted + 10))
+            counting.records = 0
+            history = chat_store.get_messages(sid)
+            assert counting.records <= 2, f"read {counting.records} records after an edit"
+            assert history == ChatkeepChatStore(store=store).get_messages(sid)
+        assert chat_store.delete_message(sid, 500) is None  # nothing written, still kept
+        counting.records = 0
+        assert chat_store.get_messages(sid) == ChatkeepChatStore(store=store).get_messages(sid)
+        assert counting.records <= 1

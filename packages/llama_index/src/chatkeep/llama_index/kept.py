@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from llama_index.core.llms import ChatMessage
@@ -108,6 +108,33 @@ class KeptViews:
                 return
             kept.messages.extend(m.model_copy() for m in messages)
             kept.appended.extend(record.id for record in records)
+
+    def edited(
+        self, key: str, tail: Sequence[Record], apply: Callable[[list[ChatMessage]], None]
+    ) -> None:
+        """This object just made an in-place edit of ``key`` that appended one record, and
+        ``tail`` is the log's last :meth:`span` ``+ 1`` records: when they are exactly the
+        kept log's end and then one more record (the edit, computed on the kept log: it is
+        appended only right after the record it was computed from), ``apply`` the same
+        edit to the kept messages; otherwise forget ``key``."""
+        with self._lock:
+            kept = self._items.get(key)
+            if kept is None:
+                return
+            expected = [kept.anchor, *kept.appended] if kept.anchor is not None else kept.appended
+            ids = [record.id for record in tail]
+            if len(tail) != len(expected) + 1 or ids[:-1] != expected or ids[-1] in expected:
+                del self._items[key]
+                return
+            try:
+                apply(kept.messages)
+            except (IndexError, ValueError):
+                del self._items[key]
+                return
+            kept.anchor, kept.appended = ids[-1], []
+            kept.nbytes += len(tail[-1].data)
+            if kept.nbytes > self.max_bytes:
+                del self._items[key]
 
     def forget(self, key: str) -> None:
         """Drop what is kept of ``key`` (an edit by this object: read it again)."""

@@ -92,6 +92,13 @@ def _added(records: Sequence[Record], message: Message) -> list[ChatMessage]:
     return _from_records(records) or [message_to_chat_message(message)]
 
 
+def _pop(kept: list[ChatMessage], index: int, removed: ChatMessage) -> None:
+    """``kept.pop(index)``, which must be the message the edit removed."""
+    if kept[index] != removed:
+        raise ValueError("the kept view is not the one the edit was computed on")
+    kept.pop(index)
+
+
 def _estimate(chat_messages: Sequence[ChatMessage]) -> int:
     """About the bytes of the records a view's messages were read from (for the bound)."""
     return sum(256 + len(message.content or "") for message in chat_messages)
@@ -222,8 +229,13 @@ class ChatkeepChatStore(BaseChatStore):
             self._kept.appended(key, records, _added(records, converted))
             return
         with session_lock(self._store, key):
-            self._kept.forget(key)
+            span = self._kept.span(key)
             edit_insert(self._store, key, idx, converted)
+            if span:
+                added = message_to_chat_message(converted)
+                self._kept.edited(
+                    key, self._store.read(key, -span - 1), lambda kept: kept.insert(idx, added)
+                )
 
     def delete_messages(self, key: str) -> list[ChatMessage] | None:
         """Remove the conversation and return its messages (``None`` for an unknown key)."""
@@ -244,11 +256,15 @@ class ChatkeepChatStore(BaseChatStore):
         unknown key, or ``idx`` past either end)."""
         key = check_session_id(key)
         with session_lock(self._store, key):
-            self._kept.forget(key)
+            span = self._kept.span(key)
             try:
-                return message_to_chat_message(edit_delete(self._store, key, idx))
+                removed = message_to_chat_message(edit_delete(self._store, key, idx))
             except EditOutOfRange:
-                return None
+                return None  # nothing written: what is kept still holds
+            if span:
+                tail = self._store.read(key, -span - 1)
+                self._kept.edited(key, tail, lambda kept: _pop(kept, idx, removed))
+            return removed
 
     def delete_last_message(self, key: str) -> ChatMessage | None:
         """Remove the newest message and return it (``None`` when there is none). Two
@@ -315,14 +331,17 @@ class ChatkeepChatStore(BaseChatStore):
     async def adelete_message(self, key: str, idx: int) -> ChatMessage | None:
         """Async :meth:`delete_message`."""
         key = check_session_id(key)
-        self._kept.forget(key)
         if not native(self._store):
             return await settled(in_thread(self._store, None, self.delete_message, key, idx))
+        span = self._kept.span(key)
         try:
-            removed = await settled(aedit_delete(self._store, key, idx))
+            removed = message_to_chat_message(await settled(aedit_delete(self._store, key, idx)))
         except EditOutOfRange:
             return None
-        return message_to_chat_message(removed)
+        if span:
+            tail = await self._store.aread(key, -span - 1)
+            self._kept.edited(key, tail, lambda kept: _pop(kept, idx, removed))
+        return removed
 
     async def adelete_last_message(self, key: str) -> ChatMessage | None:
         """Async :meth:`delete_last_message`."""
