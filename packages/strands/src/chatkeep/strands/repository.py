@@ -66,6 +66,8 @@ OWNER = "strands"
 _MARKER_BYTES = f'"{MARKER}"'.encode()
 # Windows read from the end of a conversation while looking for a message id.
 _FIRST_WINDOW = 8
+# The most agents whose last state record a repository remembers.
+_AGENTS_KEPT = 4096
 
 
 def _component(value: str) -> str:
@@ -139,6 +141,9 @@ class ChatkeepSessionRepository(SessionRepository):
         # Per conversation: (the last Strands message id appended, the running count after
         # it), as this process last wrote or read them; checked against the log on use.
         self._tails: dict[str, tuple[int, RunningCount | None]] = {}
+        # Per agent state log: (the id of the last record this process read or wrote, the
+        # agent's created_at), so an update whose log still ends there decodes nothing.
+        self._agents: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -164,10 +169,12 @@ class ChatkeepSessionRepository(SessionRepository):
         """The object of ``kind`` in the record at ``start`` (``0``: first, ``-1``: last)
         of a state log: one read of one record."""
         records = self._store.read(key, start, start + 1 or None)
-        if not records:
-            return None
+        return self._state_in(key, kind, records[0]) if records else None
+
+    def _state_in(self, key: str, kind: str, record: Record) -> dict[str, Any] | None:
+        """The object of ``kind`` in ``record``, the only or the last record of a log."""
         try:
-            return _state_of_record(records[0], kind)
+            return _state_of_record(record, kind)
         except _Legacy:  # written before state records were chatkeep.state records
             last = read_view(self._store, key, limit=1)
             return _state_of(last[0], kind) if last else None
@@ -215,8 +222,10 @@ class ChatkeepSessionRepository(SessionRepository):
 
     def create_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
         """Store a new agent of the session."""
-        key = agent_key(session_id, session_agent.agent_id)
-        self._append_state(key + "/state", "agent", session_agent.to_dict())
+        key = agent_key(session_id, session_agent.agent_id) + "/state"
+        record = _state("agent", session_agent.to_dict())
+        self._store.append(key, [record])
+        self._created(key, record.id, session_agent.created_at)
 
     def read_agent(self, session_id: str, agent_id: str, **kwargs: Any) -> SessionAgent | None:
         """The agent (its latest update), or ``None``: one read of one record."""
@@ -226,14 +235,22 @@ class ChatkeepSessionRepository(SessionRepository):
     def update_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
         """Store the agent's new state (its ``created_at`` kept); ``SessionException`` if
         the agent does not exist."""
-        previous = self.read_agent(session_id, session_agent.agent_id)
-        if previous is None:
-            raise SessionException(
-                f"Agent {session_agent.agent_id} in session {session_id} does not exist"
-            )
-        session_agent.created_at = previous.created_at
-        key = agent_key(session_id, session_agent.agent_id)
-        self._append_state(key + "/state", "agent", session_agent.to_dict())
+        key = agent_key(session_id, session_agent.agent_id) + "/state"
+        last = self._store.read(key, -1)
+        kept = self._agents.get(key)
+        if last and kept is not None and kept[0] == last[0].id:
+            created = kept[1]  # the log still ends with the record this object knows
+        else:
+            data = self._state_in(key, "agent", last[0]) if last else None
+            if data is None:
+                raise SessionException(
+                    f"Agent {session_agent.agent_id} in session {session_id} does not exist"
+                )
+            created = SessionAgent.from_dict(data).created_at
+        session_agent.created_at = created
+        record = _state("agent", session_agent.to_dict())
+        self._store.append(key, [record])
+        self._created(key, record.id, created)
 
     # -- messages ----------------------------------------------------------------------------
 
@@ -331,6 +348,11 @@ class ChatkeepSessionRepository(SessionRepository):
         self.create_multi_agent(session_id, multi_agent)
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _created(self, key: str, record_id: str, created_at: str) -> None:
+        if len(self._agents) >= _AGENTS_KEPT:
+            self._agents.clear()
+        self._agents[key] = (record_id, created_at)
 
     def _tail(self, key: str) -> tuple[int, RunningCount | None]:
         """(the last message id, the running count) of a conversation: what this process
