@@ -79,8 +79,13 @@ def test_the_messages_returned_are_the_callers(sid: str) -> None:
         chat_store.set_messages(sid, [said(0), said(1)])
         first = chat_store.get_messages(sid)
         first[0].content = "changed by the caller"
+        first[1].additional_kwargs["session_id"] = "tagged"  # as LlamaIndex's Memory does
         first.append(said(7))
-        assert [m.content for m in chat_store.get_messages(sid)] == ["message 0", "message 1"]
+        again = chat_store.get_messages(sid)
+        assert [m.content for m in again] == ["message 0", "message 1"]
+        assert again == [said(0), said(1)]
+        again[0].blocks[0].text = "changed in place"  # type: ignore[union-attr]
+        assert chat_store.get_messages(sid) == [said(0), said(1)]
 
 
 @pytest.mark.anyio

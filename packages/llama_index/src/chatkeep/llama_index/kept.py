@@ -26,12 +26,25 @@ from llama_index.core.llms import ChatMessage
 
 from chatkeep.core import Record
 
-__all__ = ["DEFAULT_KEYS", "DEFAULT_MAX_BYTES", "KeptViews"]
+__all__ = ["DEFAULT_KEYS", "DEFAULT_MAX_BYTES", "KeptViews", "fresh"]
 
 #: The most record bytes of one kept conversation (about 25,000 messages of ~300 bytes).
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 #: The most conversations kept at once.
 DEFAULT_KEYS = 256
+
+
+def fresh(message: ChatMessage) -> ChatMessage:
+    """A copy of ``message`` with its own blocks and its own ``additional_kwargs`` dict, so
+    what a caller sets on it or on them (LlamaIndex's ``Memory`` tags messages with
+    ``additional_kwargs["session_id"]``) stays out of what is kept. Values nested deeper are
+    shared (a full deep copy would cost more than decoding the record again)."""
+    return message.model_copy(
+        update={
+            "blocks": [block.model_copy() for block in message.blocks],
+            "additional_kwargs": dict(message.additional_kwargs),
+        }
+    )
 
 
 @dataclass
@@ -75,7 +88,7 @@ class KeptViews:
             if kept.appended:  # fold the appended ones in: the next check reads one record
                 kept.anchor, kept.appended = kept.appended[-1], []
             messages = kept.messages
-        return [message.model_copy() for message in messages]
+        return [fresh(message) for message in messages]
 
     def keep(self, key: str, messages: list[ChatMessage], records: Sequence[Record] | None) -> None:
         """Keep ``messages``, read from the log ``records`` (all of it, oldest first; its
@@ -86,18 +99,18 @@ class KeptViews:
             return
         nbytes = sum(len(record.data) for record in records)
         anchor = records[-1].id if records else None
-        self._put(key, _Kept([m.model_copy() for m in messages], anchor, nbytes))
+        self._put(key, _Kept([fresh(m) for m in messages], anchor, nbytes))
 
     def keep_read(
         self, key: str, messages: list[ChatMessage], anchor: str | None, nbytes: int
     ) -> None:
         """Keep ``messages``: the view of the log whose last record was ``anchor`` (read
         before and after the view, unchanged), from about ``nbytes`` bytes of records."""
-        self._put(key, _Kept([m.model_copy() for m in messages], anchor, nbytes))
+        self._put(key, _Kept([fresh(m) for m in messages], anchor, nbytes))
 
     def appended(self, key: str, records: Sequence[Record], messages: list[ChatMessage]) -> None:
         """This object appended ``records`` (in one call), adding ``messages`` to the
-        conversation."""
+        conversation (kept as they are: give the cache objects of its own)."""
         with self._lock:
             kept = self._items.get(key)
             if kept is None:
@@ -106,7 +119,7 @@ class KeptViews:
             if kept.nbytes > self.max_bytes:
                 del self._items[key]
                 return
-            kept.messages.extend(m.model_copy() for m in messages)
+            kept.messages.extend(messages)  # decoded for the cache alone
             kept.appended.extend(record.id for record in records)
 
     def edited(

@@ -128,8 +128,8 @@ class ChatkeepChatStore(BaseChatStore):
     Each conversation read or written is kept decoded (:mod:`chatkeep.llama_index.kept`)
     and trusted only after a read of the log's last few records shows it as this object
     left it, so a turn reads a few records, not the conversation. The messages returned
-    are fresh (shallow) copies, as a read from the store would give.
-    """
+    are fresh copies (their own blocks and ``additional_kwargs`` dict, see
+    :func:`chatkeep.llama_index.kept.fresh`)."""
 
     _store: Store = PrivateAttr()
     _owns_store: bool = PrivateAttr(default=False)
