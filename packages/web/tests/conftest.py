@@ -1,9 +1,9 @@
-"""Fixtures: a store on SQLite and on Redis holding every kind of record the page shows
+"""Fixtures: a store on SQLite, Redis and PostgreSQL holding every kind of record the page shows
 (a tool call and its result, reasoning, an image, an SVG, an undone turn, a compaction
 checkpoint, a fork, a long session) and a corpus of hostile messages, served by the app.
 
-The servers come from :mod:`chatkeep.testing.servers` (Redis on its standard port; a
-missing one skips, or fails under ``CI=true``).
+The servers come from :mod:`chatkeep.testing.servers` (Redis and PostgreSQL on their
+standard ports; a missing one skips, or fails under ``CI=true``).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from chatkeep.core.metadata import utc_stamp
 from chatkeep.core.views import compact, fork, undo
 from chatkeep.testing.servers import (  # noqa: F401  (fixtures)
     fresh_store_url,
+    postgres_url,
     redis_url,
 )
 
@@ -154,9 +155,10 @@ def corpus_writer() -> Callable[..., Corpus]:
     return write_corpus
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", "redis", "postgres"])
 def corpus(request: pytest.FixtureRequest, tmp_path: Path) -> Corpus:
-    """The corpus in a fresh store on SQLite, then on Redis."""
+    """The corpus in a fresh store on SQLite, Redis and PostgreSQL (the browser tests use
+    SQLite and Redis)."""
     return write_corpus(fresh_store_url(request.param, request, tmp_path))
 
 

@@ -1,5 +1,6 @@
-"""The app over a real store (SQLite and Redis), through HTTP: every page, the escaping of
-hostile content, the security headers, the token, and that nothing is ever written."""
+"""The app over a real store (SQLite, Redis and PostgreSQL), through HTTP: every page, the
+escaping of hostile content, the security headers, the token, and that nothing is ever
+written."""
 
 from __future__ import annotations
 
