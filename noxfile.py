@@ -1,13 +1,15 @@
 """The one place the test matrix lives: members x backends x checks.
 
-``nox -t ci`` runs everything CI needs; ``nox -s demo`` runs the demo.
+``nox -t ci`` runs everything CI needs; ``nox -s demo`` runs the demo; ``./run tests`` runs
+the ``ci`` sessions in two streams side by side, longest first by :data:`TIMINGS`, and
+prints the budget at the end (``.ci/streams.py``).
 
 Environments (DESIGN section 12): every session tagged ``workspace`` shares one virtual
 environment, ``.nox/_workspace``, synced from the committed lock file with
 ``uv sync --locked --all-packages --all-extras`` by the first session of a run (the others
 find it up to date in about a second). ``oldest`` (Python 3.10) and ``demo`` (the install a
 user gets) keep environments of their own. Each ``ci`` session carries one group tag
-(:data:`GROUPS`).
+(:data:`GROUPS`) and has an entry in :data:`TIMINGS`; ``tests/test_ci_budget.py`` checks both.
 """
 
 from __future__ import annotations
@@ -69,6 +71,46 @@ WORKSPACE = ROOT / ".nox" / "_workspace"
 #: :data:`WORKSPACE`; the others build an environment of their own.
 GROUPS = ("workspace", "oldest", "demo")
 
+#: Seconds each ``ci`` session takes (how it was measured: README, "Testing and the CI
+#: budget"). ``./run tests`` starts the longest first and prints the measured times beside
+#: these; update an entry when its session moves by more than half a minute.
+TIMINGS: dict[str, int] = {
+    "conformance(backend='s3')": 300,
+    "repo": 300,
+    "conformance(backend='encrypted')": 240,
+    "conformance(backend='azure_blob')": 240,
+    "reliability": 240,
+    "oldest": 240,
+    "tests(member='testing')": 120,
+    "tests(member='core')": 90,
+    "conformance(backend='redis')": 90,
+    "conformance(backend='postgres')": 90,
+    "tests(member='s3')": 90,
+    "tests(member='azure_blob')": 90,
+    "tests(member='agent_framework')": 90,
+    "types": 90,
+    "conformance(backend='sqlite')": 60,
+    "tests(member='redis')": 60,
+    "tests(member='postgres')": 60,
+    "tests(member='openai_agents')": 60,
+    "tests(member='langchain')": 60,
+    "tests(member='langgraph')": 60,
+    "tests(member='google_adk')": 60,
+    "tests(member='pydantic_ai')": 60,
+    "tests(member='sqlite')": 40,
+    "tests(member='cli')": 40,
+    "tests(member='openai')": 40,
+    "tests(member='llama_index')": 40,
+    "tests(member='strands')": 40,
+    "tests(member='anthropic')": 30,
+    "tests(member='vendors')": 30,
+    "demo": 30,
+    "tests(member='fake_model')": 20,
+    "lint": 15,
+    "tests(member='encrypted')": 10,
+    "conformance(backend='memory')": 10,
+}
+
 
 def _install(session: nox.Session) -> None:
     """Sync the shared workspace environment from the lock (under a lock file: two streams
@@ -76,13 +118,11 @@ def _install(session: nox.Session) -> None:
     WORKSPACE.parent.mkdir(parents=True, exist_ok=True)
     with open(WORKSPACE.parent / "_workspace.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        # nox's own interpreter makes the environment; once it exists, uv keeps it (a nox
+        # run from inside it, as tests/test_ci_budget.py does, must not rebuild it).
+        python = [] if (WORKSPACE / "pyvenv.cfg").exists() else [f"--python={sys.executable}"]
         session.run_install(
-            "uv",
-            "sync",
-            "--locked",
-            "--all-packages",
-            "--all-extras",
-            f"--python={sys.executable}",
+            *("uv", "sync", "--locked", "--all-packages", "--all-extras", *python),
             env={"UV_PROJECT_ENVIRONMENT": str(WORKSPACE)},
             external=True,
         )
