@@ -77,10 +77,10 @@ GROUPS = ("workspace", "oldest", "demo")
 TIMINGS: dict[str, int] = {
     "conformance(backend='s3')": 300,
     "repo": 300,
-    "conformance(backend='encrypted')": 240,
     "conformance(backend='azure_blob')": 240,
     "reliability": 240,
     "oldest": 240,
+    "conformance(backend='encrypted')": 150,
     "tests(member='testing')": 120,
     "tests(member='core')": 90,
     "conformance(backend='redis')": 90,
