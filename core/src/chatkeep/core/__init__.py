@@ -96,6 +96,7 @@ from .session import (
     register_state_type,
 )
 from .store import CAPABILITIES, Backend, Store
+from .tail_cache import DEFAULT_CACHE_BYTES, TailCache
 from .tools import Tool, tool
 from .transfer import (
     FORMAT_VERSION,
@@ -125,6 +126,7 @@ from .views import (
 
 __all__ = [
     "CAPABILITIES",
+    "DEFAULT_CACHE_BYTES",
     "FORMAT_VERSION",
     "Agent",
     "AgentResponse",
@@ -186,6 +188,7 @@ __all__ = [
     "StoreUnavailable",
     "StreamingChatClient",
     "SummarizationReducer",
+    "TailCache",
     "TextContent",
     "TokenBudgetReducer",
     "Tokenizer",
