@@ -221,7 +221,7 @@ def test_a_failed_model_call_keeps_the_cache_and_a_failed_save_drops_it(
         await provider.invoked(session, request, [], error=RuntimeError("model down"))
         backend.reads.clear()
         await _turn(provider, session, 3)
-        assert backend.reads[0][1] == -3  # still warm
+        assert backend.reads[0][1] == -1  # still warm: the last record, checked last turn
         # the store fails the next save: nothing cached from it
         request = [Message.user("lost")]
         await provider.invoking(session, request)

@@ -115,7 +115,7 @@ def test_a_window_keeps_its_length_and_other_keys_miss() -> None:
     assert asyncio.run(cache.acheck(store, "s", 2)) == [records[-1].id, more[0].id]
 
 
-def test_overlapping_turns_empty_the_cache_rather_than_mislead() -> None:
+def test_overlapping_turns_can_only_miss() -> None:
     store = open_store("memory://tail-cache-6")
     store.append("s", _records("a"))
     cache = _filled(store, "s")
@@ -125,5 +125,18 @@ def test_overlapping_turns_empty_the_cache_rather_than_mislead() -> None:
     store.append("s", first)  # turn A's save
     store.append("s", second)  # turn B's save (B loaded with A, before "theirs")
     cache.extend(first, [first[0].id])
-    assert not cache.extend(second, [second[0].id])  # no check in between: let go
-    assert cache.check(store, "s") is None
+    cache.extend(second, [second[0].id])
+    assert cache.check(store, "s") is None  # "theirs" is between the anchor and A
+
+
+def test_several_own_appends_between_checks_are_trusted() -> None:
+    store = open_store("memory://tail-cache-7")
+    store.append("s", _records("a"))
+    cache = _filled(store, "s")
+    for text in ("b", "c", "d"):  # an SDK saving input and output in separate calls
+        mine = _records(text)
+        store.append("s", mine)
+        assert cache.extend(mine, [mine[0].id])
+    assert cache.tail_span == 4
+    assert cache.check(store, "s") == [r.id for r in store.read("s")]
+    assert cache.tail_span == 1  # the newest record is the anchor now

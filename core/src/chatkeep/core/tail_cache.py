@@ -7,12 +7,14 @@ after turn. Decoding it again every turn is most of a turn's cost; a :class:`Tai
 keeps what was decoded, in the caller's own form (``Message`` objects, SDK items, LangChain
 messages: the type parameter), with what the log looked like then:
 
-- the id (and data) of the log's newest record when the items were built;
-- after :meth:`TailCache.extend` (this process appended a batch), the batch's length and
-  the id of the record right before it.
+- the id (and data) of the log's newest record when the items were last checked or built
+  (the *anchor*);
+- the ids of the records this process appended since (:meth:`TailCache.extend`, one call
+  per append, in order).
 
 :meth:`TailCache.acheck` (:meth:`TailCache.check` when blocking) reads only the log's last
-``batch + 1`` records and hands the items back when they are exactly that; anything another
+``1 + appended`` records and hands the items back when they are exactly the anchor
+followed by this process's own records; anything another
 handle or process did since (an append, an undo, a compaction checkpoint, an in-place
 edit, a fork written into this id, a delete and a new log under the same id, a write
 between this turn's load and its save) shows there, and the caller reads the view again.
@@ -21,8 +23,10 @@ The log only grows, so an unchanged tail means an unchanged view.
 The cache is bounded by the bytes of the records its items were decoded from
 (``max_bytes``, default :data:`DEFAULT_CACHE_BYTES`): a view that is larger is not kept.
 One cache serves one conversation (``store`` and ``session_id``) and one kind of load
-(``key``: a window size, say), one turn at a time; it is process-local and is never
-serialized. A framework adapter holds one per conversation object::
+(``key``: a window size, say); it is process-local and is never serialized. Appends that
+overlap (two turns of one object at once) can only make the next check miss, never
+mislead it: the ids must follow the anchor in the order they were taken in. A framework
+adapter holds one per conversation object::
 
     cache = TailCache()                              # in the per-conversation object
     items = await cache.acheck(store, session_id)    # None: read the view, then...
@@ -49,6 +53,8 @@ T = TypeVar("T")
 #: The default bound of a :class:`TailCache`: 8 MiB of stored records (a conversation of
 #: about 25,000 messages of ~300 bytes; the decoded objects take a few times that).
 DEFAULT_CACHE_BYTES = 8 * 1024 * 1024
+#: The most records of its own a cache takes in between two checks (each check reads them).
+_MAX_OWN = 4096
 
 
 class TailCache(Generic[T]):
@@ -61,11 +67,10 @@ class TailCache(Generic[T]):
     """
 
     __slots__ = (
-        "_armed",
         "_ids",
         "_store",
-        "batch",
-        "before",
+        "anchor_data",
+        "anchor_id",
         "count",
         "id_of",
         "items",
@@ -73,9 +78,9 @@ class TailCache(Generic[T]):
         "limit",
         "max_bytes",
         "nbytes",
+        "own",
+        "own_data",
         "session_id",
-        "tail_data",
-        "tail_id",
     )
 
     def __init__(
@@ -101,19 +106,15 @@ class TailCache(Generic[T]):
         self.nbytes = 0
         #: The caller's count of the view (the running count), carried along.
         self.count: int | None = None
-        #: The id of the log's newest record (``None``: the log was empty).
-        self.tail_id: str | None = None
+        #: The id of the log's newest record at the last check or fill (``None``: empty).
+        self.anchor_id: str | None = None
         #: That record's data, when known (checked too).
-        self.tail_data: bytes | None = None
-        #: The id of the record before the last batch :meth:`extend` took in.
-        self.before: str | None = None
-        #: The length of that batch (0: none since :meth:`fill`).
-        self.batch = 0
+        self.anchor_data: bytes | None = None
+        #: The ids of the records this process appended since, in order.
+        self.own: list[str] = []
+        #: The data of the last of them.
+        self.own_data: bytes | None = None
         self._ids: set[str] | None = None
-        # Set by a check or fill that trusted the items, taken by the one extend after it:
-        # a second extend (an overlapping turn on the same cache) empties the cache instead
-        # of stacking batches whose order and neighbours it could not prove.
-        self._armed = False
 
     def __repr__(self) -> str:
         return (
@@ -137,25 +138,42 @@ class TailCache(Generic[T]):
         )
 
     @property
+    def tail_id(self) -> str | None:
+        """The id of the log's newest record as the items stand (``None``: empty log)."""
+        return self.own[-1] if self.own else self.anchor_id
+
+    @property
     def tail_span(self) -> int:
         """How many of the log's newest records :meth:`matches` needs."""
-        return self.batch + 1
+        return len(self.own) + 1
 
     def matches(self, tail: Sequence[Record]) -> bool:
         """Whether ``tail`` (the log's last :attr:`tail_span` records) is the log the
-        items were built on."""
+        items were built on: the anchor, then exactly this process's own records."""
         if self.session_id is None:
             return False
-        if not tail:
-            return self.tail_id is None and self.batch == 0
-        last = tail[-1]
-        if last.id != self.tail_id or (self.tail_data is not None and last.data != self.tail_data):
+        own = self.own
+        expected = len(own) + (self.anchor_id is not None)
+        if len(tail) != expected:
             return False
-        if self.batch == 0:
-            return len(tail) == 1
-        if self.before is None:
-            return len(tail) == self.batch
-        return len(tail) == self.batch + 1 and tail[0].id == self.before
+        if not tail:
+            return True
+        data = self.own_data if own else self.anchor_data
+        if data is not None and tail[-1].data != data:
+            return False
+        start = 0
+        if self.anchor_id is not None:
+            if tail[0].id != self.anchor_id:
+                return False
+            start = 1
+        return all(record.id == own_id for record, own_id in zip(tail[start:], own, strict=True))
+
+    def _trusted(self, tail: Sequence[Record]) -> None:
+        """The check passed: the newest record is the anchor from now on."""
+        if tail:
+            self.anchor_id, self.anchor_data = tail[-1].id, tail[-1].data
+        self.own = []
+        self.own_data = None
 
     def check(self, store: Store, session_id: str, key: Hashable = None) -> list[T] | None:
         """The items, when the cache holds ``session_id`` (as ``key``) and one read of the
@@ -163,8 +181,9 @@ class TailCache(Generic[T]):
         emptied: read the view and :meth:`fill` it). The list is the cache's own."""
         if not self.holds(store, session_id, key):
             return None
-        if self.matches(store.read(session_id, -self.tail_span)):
-            self._armed = True
+        tail = store.read(session_id, -self.tail_span)
+        if self.matches(tail):
+            self._trusted(tail)
             return self.items
         self.clear()
         return None
@@ -173,8 +192,9 @@ class TailCache(Generic[T]):
         """:meth:`check` through the store's awaited ``aread``."""
         if not self.holds(store, session_id, key):
             return None
-        if self.matches(await store.aread(session_id, -self.tail_span)):
-            self._armed = True
+        tail = await store.aread(session_id, -self.tail_span)
+        if self.matches(tail):
+            self._trusted(tail)
             return self.items
         self.clear()
         return None
@@ -220,28 +240,23 @@ class TailCache(Generic[T]):
             return False
         self._store, self.session_id, self.key = store, session_id, key
         self.items, self.limit, self.nbytes, self.count = items, limit, nbytes, count
-        self.tail_id, self.tail_data = tail_id, tail_data
+        self.anchor_id, self.anchor_data = tail_id, tail_data
         self._ids = ids
-        self._armed = True
         return True
 
     def extend(
         self, records: Sequence[Record], items: Sequence[T], *, count: int | None = None
     ) -> bool:
         """Take in this process's own append: ``records`` were just appended in one call
-        right after a successful :meth:`acheck` (or :meth:`fill`) of this turn, and
-        ``items`` are what they add to the view (decoded as a read would decode them).
-        The next check proves no one slipped a record in between. One extend per check:
-        a second one (turns overlapping on one cache) empties the cache. Returns whether
-        the cache still holds the view (``False``: over ``max_bytes``, or emptied)."""
+        (after the check or fill the items came from, and after the appends taken in since,
+        in that order), and ``items`` are what they add to the view (decoded as a read
+        would decode them). The next check proves that nothing else landed in between.
+        Returns whether the cache still holds the view (``False``: it was empty, or the
+        view grew past ``max_bytes`` and was let go)."""
         if self.session_id is None:
-            return False
-        if not self._armed:
-            self.clear()
             return False
         if not records:
             return True
-        self._armed = False
         added = sum(len(record.data) for record in records)
         merged = self.items + list(items)
         nbytes = self.nbytes + added
@@ -256,12 +271,12 @@ class TailCache(Generic[T]):
                 item_id = self.id_of(item)
                 if item_id is not None:
                     self._ids.add(item_id)
-        if nbytes > self.max_bytes:
+        if nbytes > self.max_bytes or len(self.own) + len(records) > _MAX_OWN:
             self.clear()
             return False
         self.items, self.nbytes, self.count = merged, nbytes, count
-        self.before, self.batch = self.tail_id, len(records)
-        self.tail_id, self.tail_data = records[-1].id, records[-1].data
+        self.own = self.own + [record.id for record in records]
+        self.own_data = records[-1].data
         return True
 
     def clear(self) -> None:
@@ -273,7 +288,6 @@ class TailCache(Generic[T]):
         self.limit = None
         self.nbytes = 0
         self.count = None
-        self.tail_id = self.tail_data = self.before = None
-        self.batch = 0
+        self.anchor_id = self.anchor_data = self.own_data = None
+        self.own = []
         self._ids = None
-        self._armed = False
