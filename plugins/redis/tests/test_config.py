@@ -119,6 +119,9 @@ def test_cluster_urls_with_several_seeds() -> None:
         ("redis://h?namespace=%7Bx", "invalid namespace"),
         ("redis://h?namespace=a//b", "invalid namespace"),
         ("redis+cluster://h:notaport", "invalid port"),
+        ("redis://h/abc", "must be a number"),
+        ("redis://h/-1", "must be a number"),
+        ("redis://h/1/2", "must be a number"),
     ],
 )
 def test_bad_urls_are_rejected_clearly(url: str, message: str) -> None:
