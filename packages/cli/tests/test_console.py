@@ -249,7 +249,7 @@ def test_bad_urls_through_the_console_script(tmp_path: Path) -> None:
     line = one_line_error(chatkeep("sessions", "list", "--url", "chats.db", cwd=tmp_path))
     assert "did you mean 'sqlite:///chats.db'?" in line
     line = one_line_error(chatkeep("demo", "--url", "sqlit:///c.db", cwd=tmp_path))
-    assert "did you mean 'sqlite'?" in line and "pip install" not in line
+    assert "did you mean 'sqlite:///c.db'?" in line and "pip install" not in line
     assert list(tmp_path.iterdir()) == []
 
 
