@@ -190,6 +190,19 @@ def test_policy_gives_up_with_store_unavailable(caplog: pytest.LogCaptureFixture
     assert len(caplog.records) == 2 and "hunter2" not in caplog.text
 
 
+def test_only_a_failed_append_gets_the_append_advice() -> None:
+    policy = RetryPolicy(retries=0, backoff=0, faults=Faults("redis://h", ()))
+
+    def dead() -> None:
+        raise redis.exceptions.ConnectionError("refused")
+
+    for operation, advice in (("append", "failed append"), ("list_sessions", "is running")):
+        with pytest.raises(StoreUnavailable) as caught:
+            policy.run(operation, dead)
+        assert advice in str(caught.value), operation
+    assert "append" not in str(caught.value)
+
+
 def test_policy_keeps_the_cause_when_it_is_safe() -> None:
     def dead() -> None:
         raise redis.exceptions.ConnectionError("refused")

@@ -293,6 +293,10 @@ class ChatRepl:
         """One line: a command or a turn. Returns False to leave. Errors are reported and
         the chat goes on."""
         try:
+            if not _is_text(line):
+                self.failed = True
+                self.notice("error: that input is not valid UTF-8 text; nothing was sent")
+                return True
             if line.startswith("/"):
                 return await self.command(line)
             await self.turn(line)
@@ -339,6 +343,16 @@ class ChatRepl:
             if not keep:
                 break
         return 1 if self.failed else 0
+
+
+def _is_text(line: str) -> bool:
+    """Whether ``line`` is real text: bytes that were not UTF-8 come in from stdin as lone
+    surrogates, which no store and no model accepts."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _next_line(source: TextIO) -> str | None:
@@ -443,6 +457,13 @@ def run_chat(
         vendor=vendor, protocol=protocol, model=model, base_url=base_url, no_store=no_store
     )
     store = open_store_for(choice)
+    try:
+        # Reach the store before the banner: an unreachable one is one error line, exit 2,
+        # never a banner and then a failure on the first turn.
+        store.read(session or "chatkeep-cli-probe", -1)
+    except BaseException:
+        store.close()
+        raise
     repl = ChatRepl(
         store,
         client,

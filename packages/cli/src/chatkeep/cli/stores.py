@@ -37,6 +37,7 @@ __all__ = [
     "BadStoreUrl",
     "StoreChoice",
     "StoreMissing",
+    "as_typed",
     "check_url",
     "choose",
     "current_store",
@@ -53,6 +54,12 @@ URL_EXAMPLES = (
 )
 _current: contextvars.ContextVar[StoreChoice | None] = contextvars.ContextVar(
     "chatkeep_cli_store", default=None
+)
+
+
+# (URL opened, URL typed), both redacted, when a read command added ?mode=ro.
+_opened_as: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "chatkeep_cli_opened_as", default=None
 )
 
 
@@ -82,7 +89,9 @@ class StoreChoice:
 def choose(url: str | None, *, option: str = "--url") -> StoreChoice:
     """The store a command uses: ``url`` (given as ``option``), else ``$CHATKEEP_URL``, else
     :data:`DEFAULT_URL`."""
-    if url:
+    if url is not None:
+        if not url.strip():
+            raise BadStoreUrl(f"{option} is empty: give a store URL ({URL_EXAMPLES})")
         return StoreChoice(url, option)
     from_env = os.environ.get("CHATKEEP_URL")
     if from_env:
@@ -93,6 +102,16 @@ def choose(url: str | None, *, option: str = "--url") -> StoreChoice:
 def forget_store() -> None:
     """Start a command with no store chosen yet."""
     _current.set(None)
+    _opened_as.set(None)
+
+
+def as_typed(message: str) -> str:
+    """``message`` with the URL a read command opened (``?mode=ro`` added) shown as the user
+    typed it: a driver's error must not show an option nobody gave."""
+    opened = _opened_as.get()
+    if opened is None:
+        return message
+    return message.replace(opened[0], opened[1])
 
 
 def current_store() -> StoreChoice | None:
@@ -177,6 +196,7 @@ def open_store_for(choice: StoreChoice, *, read_only: bool = False) -> Store:
     url = choice.url
     if read_only and _read_only_scheme(_scheme(url)):
         url = _with_read_only(url)
+        _opened_as.set((redact_url(url), redact_url(choice.url)))
     try:
         return open_store(url)
     except UnknownBackend as error:  # a wrapper's inner scheme
