@@ -41,6 +41,12 @@ class FileUnusable(ChatkeepError, OSError):
 @contextmanager
 def _file(name: str, mode: str, default: IO[str]) -> Iterator[IO[str]]:
     if name == "-":
+        # The export format is UTF-8 whatever the locale says.
+        encoding = getattr(default, "encoding", None) or ""
+        if encoding.lower().replace("-", "") != "utf8":
+            reconfigure = getattr(default, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(encoding="utf-8")
         yield default
         return
     try:
