@@ -94,7 +94,10 @@ def build_client(
     ``--base-url`` (or ``$CHATKEEP_BASE_URL``) replacing the preset's address.
     """
     if not (vendor or protocol or model):
-        return OfflineChatClient(), "offline", "offline client (no network, no key)"
+        # keep_requests=0: nobody reads what it was sent, and each request holds the whole
+        # history (a long piped session grew to gigabytes).
+        client = OfflineChatClient(keep_requests=0)
+        return client, "offline", "offline client (no network, no key)"
     if not model:
         raise ChatkeepError("--model is required with --vendor/--protocol")
     protocol = protocol or ("messages" if vendor == "anthropic" else "chat_completions")
