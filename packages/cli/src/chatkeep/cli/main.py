@@ -1,4 +1,4 @@
-"""The ``chatkeep`` command (click): ``backends``, ``demo``, ``sessions``, ``chat``,
+"""The ``chatkeep`` command (click): ``backends``, ``info``, ``demo``, ``sessions``, ``chat``,
 ``export``, ``import``, ``migrate``, ``conformance``, ``completion``.
 
 Every command that touches a store takes ``--url``; without it ``$CHATKEEP_URL``; without that
@@ -151,6 +151,23 @@ def backends(as_json: bool) -> int:
     ]
     print_table(("NAME", "DISTRIBUTION", "VERSION", "SCHEMES", "CAPABILITIES"), rows)
     return 0
+
+
+# --- info -----------------------------------------------------------------------------
+
+
+@cli.command(
+    epilog="\b\nExamples:\n  chatkeep info\n  chatkeep info --url redis://localhost:6379/0 --json"
+)
+@url_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of lines.")
+def info(url: str | None, as_json: bool) -> int:
+    """Where the data is: the store URL (secrets hidden) and where it came from, backend and
+    version, capabilities, session count, and a SQLite file's path and size (read-only)."""
+    from .info import run_info
+    from .stores import choose
+
+    return run_info(choose(url), as_json=as_json)
 
 
 # --- demo -----------------------------------------------------------------------------
