@@ -240,31 +240,3 @@ __all__ = [
     "undo",
     "verify",
 ]
-
-#: Names that moved to ``chatkeep.vendors`` and are still found here (with a warning).
-_MOVED_TO_VENDORS = frozenset(
-    {
-        "MissingCredentials",
-        "MissingVendorSetting",
-        "UnknownVendor",
-        "UnsupportedProtocol",
-        "Vendor",
-        "get_vendor",
-        "vendors",
-    }
-)
-
-
-def __getattr__(name: str) -> object:
-    # The vendor presets left the storage core; code written before still finds them.
-    if name in _MOVED_TO_VENDORS:
-        import importlib
-        import warnings
-
-        warnings.warn(
-            f"chatkeep.core.{name} moved to chatkeep.vendors.{name}; import it from there",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module("chatkeep.vendors"), name)
-    raise AttributeError(f"module 'chatkeep.core' has no attribute {name!r}")

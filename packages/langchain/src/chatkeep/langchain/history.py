@@ -12,25 +12,22 @@ from langchain_core.messages import BaseMessage
 
 from chatkeep.core import (
     AppendConflict,
-    EncodeError,
     Record,
     Store,
     TailCache,
     ViewError,
     check_session_id,
     delete_session,
-    encode_records,
     new_id,
     read_view,
 )
-from chatkeep.core.adapters import adapter_store, plain_tail
+from chatkeep.core.adapters import adapter_store, plain_tail, stamped_records
 from chatkeep.core.codec import MARKER
 from chatkeep.core.metadata import (
     CountMark,
     RunningCount,
     read_view_counted,
     tail_running_count,
-    utc_stamp,
 )
 from chatkeep.core.views import Checkpoint
 
@@ -176,25 +173,9 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
     def _records(
         self, messages: Sequence[BaseMessage], count: RunningCount | None = None
     ) -> list[Record]:
-        """The batch's records, each stamped with the time it is stored (the reserved
-        ``chatkeep.stored_at`` key, taken out again on reading, so the messages read back
-        equal the ones added and ``chatkeep sessions list`` shows when they were); with
-        ``count`` (what the last read proved), the last one carries the running count
-        under ``chatkeep.count``, as ``HistoryProvider`` writes it."""
-        records = []
-        stamp = utc_stamp()
-        converted_all = [to_chatkeep(message, message_id=new_id()) for message in messages]
-        if count is not None:
-            converted_all = count.mark(converted_all)
-        for position, converted in enumerate(converted_all):
-            try:
-                (record,) = encode_records([converted], stored_at=stamp)
-            except EncodeError as exc:
-                raise EncodeError(
-                    f"message {position} of the batch cannot be stored: {exc}; nothing was added"
-                ) from exc
-            records.append(record)
-        return records
+        """The batch's records (:func:`~chatkeep.core.adapters.stamped_records`)."""
+        converted = [to_chatkeep(message, message_id=new_id()) for message in messages]
+        return stamped_records(converted, count, noun="message")
 
     # -- clearing and closing ----------------------------------------------------------------
 

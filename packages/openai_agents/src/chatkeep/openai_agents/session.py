@@ -11,14 +11,12 @@ from agents.memory.session_settings import coerce_session_settings
 
 from chatkeep.core import (
     ChatkeepError,
-    EncodeError,
     Message,
     Record,
     Store,
     TailCache,
     check_session_id,
     delete_session,
-    encode_records,
     new_id,
 )
 from chatkeep.core.adapters import (
@@ -29,6 +27,7 @@ from chatkeep.core.adapters import (
     plain_tail,
     session_lock,
     settled,
+    stamped_records,
 )
 from chatkeep.core.codec import MARKER, parse_json
 from chatkeep.core.metadata import (
@@ -36,7 +35,6 @@ from chatkeep.core.metadata import (
     aread_view_counted,
     read_view_counted,
     tail_running_count,
-    utc_stamp,
 )
 from chatkeep.core.views._program import run
 
@@ -337,25 +335,9 @@ class ChatkeepSession:
     def _records(
         self, items: Sequence[TResponseInputItem], count: RunningCount | None = None
     ) -> list[Record]:
-        """The batch's records, each stamped with the time it is stored (the reserved
-        ``chatkeep.stored_at`` key, taken out again on reading, so the items read back
-        are the ones added and ``chatkeep sessions list`` shows when they were); with
-        ``count`` (what the last read proved), the last one carries the running count
-        under ``chatkeep.count``, as ``HistoryProvider`` writes it."""
-        records = []
-        stamp = utc_stamp()
+        """The batch's records (:func:`~chatkeep.core.adapters.stamped_records`)."""
         messages = [item_to_message(cast(Any, item), message_id=new_id()) for item in items]
-        if count is not None:
-            messages = count.mark(messages)
-        for position, message in enumerate(messages):
-            try:
-                (record,) = encode_records([message], stored_at=stamp)
-            except EncodeError as exc:
-                raise EncodeError(
-                    f"item {position} of the batch cannot be stored: {exc}; nothing was added"
-                ) from exc
-            records.append(record)
-        return records
+        return stamped_records(messages, count, noun="item")
 
     def _pop(self) -> Message | None:
         with session_lock(self._store, self.session_id):
