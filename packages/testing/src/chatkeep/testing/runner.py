@@ -5,20 +5,22 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import logging
 import multiprocessing
 import os
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
 from chatkeep.core import open_store, redact_url
 
 from ._paths import clean_sys_path
+from ._scrub import Scrubber
 from .hooks import TEST_HOOKS
 from .report import ConformanceReport, TestOutcome
 from .requirements import defining_mixin, requirement_for
@@ -164,12 +166,10 @@ class _Collector:
 
 
 def _without_password(text: str, url: str) -> str:
-    """``text`` with the URL's password (if any) masked, in case a driver echoed it."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        return text
-    return text.replace(password, "***") if password else text
+    """``text`` without the URL's secrets, in case a driver echoed them."""
+    scrub = Scrubber()
+    scrub.add(url)
+    return scrub(text)
 
 
 def _one_line(report: pytest.TestReport | pytest.CollectReport) -> str:
@@ -207,6 +207,17 @@ def _hypothesis_storage_outside_cwd() -> Iterator[None]:
             if configuration is not None:
                 # Forget the temporary directory (Hypothesis caches the choice).
                 configuration.set_hypothesis_home_dir(None)
+
+
+@contextlib.contextmanager
+def _quiet_retries() -> Iterator[None]:
+    """No retry warnings while probing: the error says it all, in one line."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
 
 
 def _exit_name(exit_code: int) -> str:
@@ -274,6 +285,10 @@ def run_conformance(
         with open_store(url) as probe:
             declared, backend = probe.capabilities, probe.name
             hooks = frozenset(h for h in TEST_HOOKS if hasattr(probe.backend, h))
+            # Opening may not connect (Redis, PostgreSQL pools): one read of a session that
+            # does not exist shows the store answers, before minutes of failing tests.
+            with _quiet_retries():
+                probe.read(f"ck-probe-{uuid.uuid4().hex}", -1)
     except Exception as exc:
         return ConformanceReport(
             url=shown_url,
