@@ -329,6 +329,38 @@ def test_delete_erases_log_and_ids(api: Api) -> None:
     api.delete(sid())  # deleting an unknown session is fine
 
 
+def test_reads_write_nothing_and_an_emptied_namespace_leaves_no_key(
+    redis_store_url: str, redis_namespace: str, mode: str
+) -> None:
+    api = open_api(redis_store_url, mode)
+    backend = api.store.backend
+    assert isinstance(backend, RedisStore)
+    raw = raw_client(backend)
+
+    def keys() -> list[bytes]:
+        return sorted(raw.scan_iter(match=redis_namespace + "*", count=1000))
+
+    # Read-only use of an empty namespace (what `chatkeep sessions list` does) writes nothing.
+    assert api.sessions() == [] and api.read(sid()) == []
+    assert list(api.store.recent_sessions()) == []
+    assert keys() == []
+    sessions = [sid() for _ in range(3)]
+    for session in sessions:
+        api.append(session, records("a"))
+    assert sorted(api.sessions()) == sorted(sessions)
+    # A new handle's listing (the markers set before the first write spare it a SCAN).
+    other = open_api(redis_store_url, mode)
+    assert sorted(other.sessions()) == sorted(sessions)
+    assert {s for s, _ in other.store.recent_sessions()} == set(sessions)
+    other.close()
+    for session in sessions:
+        api.delete(session)
+    assert keys() == [], "the namespace's marker keys outlived its last session"
+    api.append(sessions[0], records("b"))  # and it works again from there
+    assert api.sessions() == [sessions[0]]
+    api.close()
+
+
 def test_list_sessions_pages_through_many_sessions(any_redis_url: str, mode: str) -> None:
     api = open_api(any_redis_url, mode, scan_count=7)
     try:

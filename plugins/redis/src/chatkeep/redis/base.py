@@ -121,7 +121,7 @@ class RedisBase:
         recent = self._layout.recent_key()
         if recent is None:
             return [4, log, digests, legacy, index, member]
-        return [5, log, digests, legacy, index, recent, member]
+        return [7, log, digests, legacy, index, recent, *self._marker_keys(), member]
 
     def _recent_command(
         self, prefix: str | None, cursor: tuple[bytes, bytes], wanted: int
@@ -199,15 +199,32 @@ class RedisBase:
                 groups.append((node, [key]))
         return groups
 
-    def _backfill_commands(self, keys: list[bytes]) -> list[list[Any]]:
-        """ZADD commands that put the sessions of SCANned log ``keys`` into their indexes."""
-        members: dict[bytes, list[bytes | int]] = {}
+    def _backfill_members(self, keys: list[bytes]) -> dict[bytes, list[bytes]]:
+        """The index members of the sessions of SCANned log ``keys``, by index key."""
+        members: dict[bytes, list[bytes]] = {}
         for key in keys:
             session_id = self._layout.session_of(key)
             if session_id is not None:
                 _, _, _, index, member = self._layout.binary_keys(session_id)
-                members.setdefault(index, []).extend((0, member))
-        return [["ZADD", index, *scores] for index, scores in members.items()]
+                members.setdefault(index, []).append(member)
+        return members
+
+    @staticmethod
+    def _backfill_command(index: bytes, members: list[bytes], scores: list[Any]) -> list[Any]:
+        """The ZADD putting the ``members`` not in ``index`` yet (``scores``: their
+        ZMSCORE reply) into it, or ``[]`` when every one is there: a listing writes
+        nothing unless it finds sessions of chatkeep-redis 0.1 to index."""
+        missing = [m for m, score in zip(members, scores, strict=True) if score is None]
+        return ["ZADD", index, *[x for m in missing for x in (0, m)]] if missing else []
+
+    def _marker_keys(self) -> list[bytes]:
+        """The namespace's marker keys (the index back-fill's, and ``{}:recent``'s on a
+        single server), set before a handle's first write and dropped with its last
+        session."""
+        markers = [self._layout.indexed_marker()]
+        if self._layout.recent_key() is not None:
+            markers.append(self._layout.recent_marker())
+        return markers
 
     @staticmethod
     def _read_page(reply: list[bytes]) -> tuple[list[str], int, bytes]:

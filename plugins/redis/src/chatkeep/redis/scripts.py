@@ -106,13 +106,17 @@ return count
 """
 )
 
-#: Erase a session. KEYS: log, digests, legacy ids, index (and the last-append index, on a
-#: single server). ARGV: index member.
+#: Erase a session. KEYS: log, digests, legacy ids, index (and, on a single server, the
+#: last-append index and the namespace's two marker keys, dropped with its last session so
+#: that an emptied namespace leaves no key behind). ARGV: index member.
 DELETE = Script(
     """\
 redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
 redis.call('ZREM', KEYS[4], ARGV[1])
-if KEYS[5] then redis.call('ZREM', KEYS[5], ARGV[1]) end
+if KEYS[5] then
+  redis.call('ZREM', KEYS[5], ARGV[1])
+  if redis.call('ZCARD', KEYS[4]) == 0 then redis.call('DEL', KEYS[6], KEYS[7]) end
+end
 return 1
 """
 )
