@@ -97,3 +97,16 @@ def test_no_secret_of_the_url_in_any_output_of_a_failing_run(tmp_path: Path) -> 
     assert "chatkeep_url = 'lenient://app:***@host/x'" in report.output
     for shown in (report.output, report.format(), json.dumps(report.as_dict()), junit.read_text()):
         assert secret not in shown
+
+
+def test_a_failure_names_the_rule_it_breaks_and_where_it_is_documented() -> None:
+    report = run_conformance(
+        "lenient://", extra_args=["-k", "test_unknown_keyword_option_raises"], quiet=True
+    )
+    assert report.counts["failed"] == 1, report.format()
+    text = report.format()
+    assert "rule: Options the backend does not know raise `InvalidOption`" in text
+    assert "(see core/BACKENDS.md#2-urls-and-options)" in text
+    (failure,) = report.as_dict()["failures"]
+    assert failure["see"] == "core/BACKENDS.md#2-urls-and-options"
+    assert failure["rule"].startswith("Options the backend does not know")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .requirements import CAPABILITY_ORDER, CORE, HOOK_GROUPS, REQUIREMENTS
+from .rules import Rule, rule_for
 
 __all__ = [
     "FAIL",
@@ -271,6 +272,9 @@ class ConformanceReport:
             lines.append("failures:")
             for failure in self.failures:
                 lines.append(f"  [{failure.group}] {failure.name}: {failure.message}")
+                rule = _rule_of(failure.name)
+                if rule is not None:
+                    lines.append(f"      rule: {rule.text} (see {rule.see})")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -301,7 +305,14 @@ class ConformanceReport:
                 for row in self.capabilities
             },
             "failures": [
-                {"test": o.name, "capability": o.group, "message": o.message} for o in self.failures
+                {
+                    "test": o.name,
+                    "capability": o.group,
+                    "message": o.message,
+                    "rule": rule.text if (rule := _rule_of(o.name)) else None,
+                    "see": rule.see if rule else None,
+                }
+                for o in self.failures
             ],
             "tests": [
                 {"test": o.name, "capability": o.group, "outcome": o.outcome, "message": o.message}
@@ -309,6 +320,11 @@ class ConformanceReport:
             ],
             "not_run": list(self.not_run),
         }
+
+
+def _rule_of(name: str) -> Rule | None:
+    """The rule a test named ``Mixin.test_name`` checks, if it is one of the suite's."""
+    return rule_for(name.split(".", 1)[0])
 
 
 def _group_of(name: str) -> str:
