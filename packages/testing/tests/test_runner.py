@@ -12,6 +12,7 @@ import pytest
 from chatkeep.core import open_store
 from chatkeep.testing import run_conformance
 from chatkeep.testing.__main__ import EXIT_INTERRUPTED, EXIT_NOT_RUN, main
+from chatkeep.testing.runner import one_line
 
 
 @pytest.mark.parametrize(
@@ -110,3 +111,27 @@ def test_a_failure_names_the_rule_it_breaks_and_where_it_is_documented() -> None
     (failure,) = report.as_dict()["failures"]
     assert failure["see"] == "core/BACKENDS.md#2-urls-and-options"
     assert failure["rule"].startswith("Options the backend does not know")
+
+
+def test_the_level_line_says_what_only_missing_test_hooks_would_prove() -> None:
+    report = run_conformance(
+        "memory://", extra_args=["-k", "test_records_have_exact_types"], quiet=True
+    )
+    assert report.unproved == ("damage", "erasure", "durability")
+    level = next(line for line in report.format().splitlines() if "level:" in line)
+    assert "without test hooks, not proved: damage, erasure, durability" in level
+    assert report.as_dict()["unproved"] == ["damage", "erasure", "durability"]
+
+
+def test_a_shortened_comparison_keeps_where_the_sides_differ() -> None:
+    # What pytest says for two 40-record lists differing in one byte of record 30.
+    message = (
+        "AssertionError: assert [('r0', b'xxx...xxxxxx'), ...] == [('r0', b'xxx...xxxxxx'), ...]"
+        "\n  \n  At index 30 diff: ('r30', b'xxxxxxxx') != ('r30', b'xxxxxxxy')"
+        "\n  Use -v to get more diff"
+    )
+    line = one_line(message)
+    assert "\n" not in line
+    assert line.endswith("| At index 30 diff: ('r30', b'xxxxxxxx') != ('r30', b'xxxxxxxy')")
+    assert one_line("assert 1 == 2\n  +1\n  -2") == "assert 1 == 2"
+    assert len(one_line("x" * 2000)) == 480

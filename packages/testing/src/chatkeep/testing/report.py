@@ -170,6 +170,14 @@ class ConformanceReport:
         raise KeyError(name)
 
     @property
+    def unproved(self) -> tuple[str, ...]:
+        """Rows only a test hook proves, whose hook the backend does not provide
+        (``damage``, ``erasure``, ``durability``): ``full`` says nothing about them."""
+        if self.backend is None:
+            return ()
+        return tuple(row.name for row in self.capabilities if row.status == NOT_PROVIDED)
+
+    @property
     def counts(self) -> dict[str, int]:
         """Tests passed, failed and skipped, and the total."""
         return {
@@ -244,7 +252,12 @@ class ConformanceReport:
         ]
         if self.provided_hooks:
             lines.append(f"  hooks:    {', '.join(sorted(self.provided_hooks))}")
-        lines.append(f"  level:    {self.level}" + ("  ok" if self.ok else "  NOT OK"))
+        unproved = self.unproved
+        lines.append(
+            f"  level:    {self.level}"
+            + ("  ok" if self.ok else "  NOT OK")
+            + (f"  (without test hooks, not proved: {', '.join(unproved)})" if unproved else "")
+        )
         if self.error is not None:
             lines.append(f"  error:    {self.error}")
         if self.error is not None and not self.outcomes:
@@ -292,6 +305,7 @@ class ConformanceReport:
             "narrowed": self.narrowed,
             "interrupted": self.interrupted,
             "hooks": sorted(self.provided_hooks),
+            "unproved": list(self.unproved),
             "exit_code": self.exit_code,
             "error": self.error,
             "counts": self.counts,

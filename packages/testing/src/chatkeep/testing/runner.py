@@ -175,8 +175,33 @@ def _without_password(text: str, url: str) -> str:
 def _one_line(report: pytest.TestReport | pytest.CollectReport) -> str:
     crash = getattr(report.longrepr, "reprcrash", None)
     message = getattr(crash, "message", None) or report.longreprtext.strip()
-    first = message.strip().splitlines()[0] if message.strip() else "failed"
-    return first if len(first) <= 240 else first[:237] + "..."
+    return one_line(message)
+
+
+#: How pytest's assertion explanation says where two values differ.
+_WHERE_THEY_DIFFER = (
+    "At index",
+    "Left contains",
+    "Right contains",
+    "Differing items",
+    "Extra items",
+    "Omitting",
+    "Full diff",
+)
+
+
+def one_line(message: str, limit: int = 480) -> str:
+    """A failure's message in one line: its first line and, when pytest shortened the two
+    sides of a comparison (``...``), the first line saying where they differ, so the two
+    sides never look identical."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if not lines:
+        return "failed"
+    first = lines[0]
+    where = next((line for line in lines[1:] if line.startswith(_WHERE_THEY_DIFFER)), None)
+    if where is not None and where not in first and "..." in first:
+        first = f"{first} | {where}"
+    return first if len(first) <= limit else first[: limit - 3] + "..."
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
