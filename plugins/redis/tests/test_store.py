@@ -455,6 +455,32 @@ def test_without_ttl_sessions_do_not_expire(redis_store_url: str) -> None:
         store.close()
 
 
+def test_a_retry_sets_the_expiry_and_a_handle_without_ttl_clears_it(
+    redis_store_url: str,
+) -> None:
+    # The contract (core/BACKENDS.md, ttl): every append, an exact retry included, sets the
+    # expiry to the handle's ttl; an append through a handle opened without ttl clears it.
+    with_ttl, without = RedisStore(redis_store_url, ttl=60), RedisStore(redis_store_url)
+    try:
+        session = sid()
+        log, digests = with_ttl.keys(session)[:2]
+        with_ttl.append(session, records("a"))
+        client = with_ttl.client
+        client.pexpire(log, 5_000)
+        client.pexpire(digests, 5_000)
+        with_ttl.append(session, records("a"))  # stores nothing, but sets the expiry again
+        assert client.pttl(log) > 50_000 and client.pttl(digests) > 50_000
+        without.append(session, records("a"))  # a retry through a handle without ttl
+        assert client.pttl(log) == -1 and client.pttl(digests) == -1
+        with_ttl.append(session, records("b"))
+        without.append(session, records("c"))
+        assert client.pttl(log) == -1 and client.pttl(digests) == -1
+        assert [r.id for r in without.read(session)] == ["a", "b", "c"]
+    finally:
+        with_ttl.close()
+        without.close()
+
+
 # -- concurrency -------------------------------------------------------------------------
 
 

@@ -59,8 +59,23 @@ for first = 5, #ARGV, 3000 do
     end
   end
 end
+local ttl = tonumber(ARGV[1])
+local function expire()  -- every append sets the expiry, a retry included; none: no expiry
+  if ttl > 0 then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    redis.call('PEXPIRE', KEYS[2], ttl)
+    if legacy then redis.call('PEXPIRE', KEYS[3], ttl) end
+  else
+    redis.call('PERSIST', KEYS[1])
+    redis.call('PERSIST', KEYS[2])
+    if legacy then redis.call('PERSIST', KEYS[3]) end
+  end
+end
 local count = #ids
-if count == 0 then return 0 end
+if count == 0 then
+  expire()
+  return 0
+end
 if ARGV[2] == '1' then
   local last = redis.call('LINDEX', KEYS[1], -1)
   local last_id = ''
@@ -96,12 +111,7 @@ if KEYS[5] then
   local now = redis.call('TIME')
   redis.call('ZADD', KEYS[5], now[1] .. '.' .. string.format('%06d', tonumber(now[2])), ARGV[4])
 end
-local ttl = tonumber(ARGV[1])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('PEXPIRE', KEYS[2], ttl)
-  if legacy then redis.call('PEXPIRE', KEYS[3], ttl) end
-end
+expire()
 return count
 """
 )
