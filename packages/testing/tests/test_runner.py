@@ -12,6 +12,7 @@ import pytest
 from chatkeep.core import open_store
 from chatkeep.testing import run_conformance
 from chatkeep.testing.__main__ import EXIT_INTERRUPTED, EXIT_NOT_RUN, main
+from chatkeep.testing._scrub import Scrubber
 from chatkeep.testing.runner import one_line
 
 
@@ -135,3 +136,15 @@ def test_a_shortened_comparison_keeps_where_the_sides_differ() -> None:
     assert line.endswith("| At index 30 diff: ('r30', b'xxxxxxxx') != ('r30', b'xxxxxxxy')")
     assert one_line("assert 1 == 2\n  +1\n  -2") == "assert 1 == 2"
     assert len(one_line("x" * 2000)) == 480
+
+
+def test_no_piece_of_a_secret_where_pytest_shortened_the_url() -> None:
+    # pytest shortens long values in the middle ('memory://app...ter2-s3cret@x'); seen in
+    # an assertion comparing the URL, run under pytest-xdist.
+    scrub = Scrubber()
+    scrub.add("memory://app:Hunter2-s3cret@x")
+    shown = scrub("assert 'memory://app...ter2-s3cret@x' == 'memory://app:Hunter2-s...'")
+    assert shown == "assert 'memory://app...***@x' == 'memory://app:***...'"
+    assert scrub("Hunter2 and s3cret alone are other words") == (
+        "Hunter2 and s3cret alone are other words"
+    )

@@ -9,6 +9,7 @@ through :class:`Scrubber` before anything shows it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +51,22 @@ class Scrubber:
         text = redact_text(text)
         for secret in sorted(self._secrets, key=len, reverse=True):
             text = text.replace(secret, _MASK)
+            text = _shortened(secret).sub(_MASK, text)
         return text
+
+
+def _shortened(secret: str) -> re.Pattern[str]:
+    """What is left of ``secret`` where pytest shortened a long value in the middle
+    (``'memory://app...ter2-s3cret@x'``): a piece of its end right after ``...``, or of its
+    start right before it (at least 3 characters)."""
+    ends = [re.escape(secret[i:]) for i in range(1, len(secret) - 2)]
+    starts = [re.escape(secret[:i]) for i in range(len(secret) - 1, 2, -1)]
+    pattern = []
+    if ends:
+        pattern.append(r"(?<=\.\.\.)(?:" + "|".join(ends) + ")")
+    if starts:
+        pattern.append("(?:" + "|".join(starts) + r")(?=\.\.\.)")
+    return re.compile("|".join(pattern) or "(?!)")
 
 
 @dataclass

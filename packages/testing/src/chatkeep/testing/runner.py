@@ -174,7 +174,12 @@ def _without_password(text: str, url: str) -> str:
 
 def _one_line(report: pytest.TestReport | pytest.CollectReport) -> str:
     crash = getattr(report.longrepr, "reprcrash", None)
-    message = getattr(crash, "message", None) or report.longreprtext.strip()
+    message = getattr(crash, "message", None)
+    if not message:
+        # Text only (a scrubbed report from a pytest-xdist worker): pytest's "E" lines.
+        text = report.longreprtext.strip()
+        explained = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+        message = "\n".join(explained) or text
     return one_line(message)
 
 
