@@ -15,10 +15,13 @@ from .layout import Layout, decode_member, digest, element_body, encode_session_
 from .plugin import CAPABILITIES, CLUSTER_CAPABILITIES
 from .retrying import RetryPolicy
 
-__all__ = ["KEYS_PER_CALL", "RECENT_BUDGET", "RedisBase"]
+__all__ = ["BACKFILL_SCAN_COUNT", "KEYS_PER_CALL", "RECENT_BUDGET", "RedisBase"]
 
 #: How many per-slot indexes of a cluster node one listing call walks at most.
 KEYS_PER_CALL = 256
+#: SCAN's COUNT for the one-time search for 0.1-era sessions (at least ``scan_count``): a
+#: few milliseconds of server time per call, so a database of 100,000 keys takes ten.
+BACKFILL_SCAN_COUNT = 10_000
 #: How many members of the last-append index one ``recent_sessions`` script call examines
 #: at most (a narrow prefix makes the store call again rather than block the server).
 RECENT_BUDGET = 2000
@@ -121,7 +124,8 @@ class RedisBase:
         recent = self._layout.recent_key()
         if recent is None:
             return [4, log, digests, legacy, index, member]
-        return [7, log, digests, legacy, index, recent, *self._marker_keys(), member]
+        markers = [self._layout.indexed_marker(), self._layout.recent_marker()]
+        return [7, log, digests, legacy, index, recent, *markers, member]
 
     def _recent_command(
         self, prefix: str | None, cursor: tuple[bytes, bytes], wanted: int
@@ -199,32 +203,37 @@ class RedisBase:
                 groups.append((node, [key]))
         return groups
 
-    def _backfill_members(self, keys: list[bytes]) -> dict[bytes, list[bytes]]:
-        """The index members of the sessions of SCANned log ``keys``, by index key."""
-        members: dict[bytes, list[bytes]] = {}
+    def _backfill_commands(self, keys: list[bytes]) -> list[list[Any]]:
+        """ZADD commands that put the sessions of SCANned log ``keys`` (of any namespace
+        under the key prefix) into their namespaces' indexes."""
+        members: dict[bytes, list[bytes | int]] = {}
+        layouts: dict[str, Layout] = {}
         for key in keys:
-            session_id = self._layout.session_of(key)
+            namespace = self._layout.namespace_of(key)
+            if namespace is None:
+                continue
+            layout = layouts.get(namespace)
+            if layout is None:
+                layout = Layout(self.key_prefix, namespace or None, cluster=self.is_cluster)
+                layouts[namespace] = layout
+            session_id = layout.session_of(key)
             if session_id is not None:
-                _, _, _, index, member = self._layout.binary_keys(session_id)
-                members.setdefault(index, []).append(member)
-        return members
+                member = encode_session_id(session_id)
+                members.setdefault(layout.index_key_for(member), []).extend((0, member.encode()))
+        return [["ZADD", index, *scores] for index, scores in members.items()]
 
     @staticmethod
-    def _backfill_command(index: bytes, members: list[bytes], scores: list[Any]) -> list[Any]:
-        """The ZADD putting the ``members`` not in ``index`` yet (``scores``: their
-        ZMSCORE reply) into it, or ``[]`` when every one is there: a listing writes
-        nothing unless it finds sessions of chatkeep-redis 0.1 to index."""
+    def _only_missing(command: list[Any], scores: list[Any]) -> list[Any]:
+        """A back-fill ZADD (``command``) cut to the members not in its index yet
+        (``scores``: their ZMSCORE reply), or ``[]``: a read writes nothing unless it finds
+        sessions of chatkeep-redis 0.1 to index."""
+        members = command[3::2]
         missing = [m for m, score in zip(members, scores, strict=True) if score is None]
-        return ["ZADD", index, *[x for m in missing for x in (0, m)]] if missing else []
+        return [*command[:2], *[x for m in missing for x in (0, m)]] if missing else []
 
-    def _marker_keys(self) -> list[bytes]:
-        """The namespace's marker keys (the index back-fill's, and ``{}:recent``'s on a
-        single server), set before a handle's first write and dropped with its last
-        session."""
-        markers = [self._layout.indexed_marker()]
-        if self._layout.recent_key() is not None:
-            markers.append(self._layout.recent_marker())
-        return markers
+    def _indexed_markers(self) -> list[bytes]:
+        """The keys either of which says this namespace's 0.1-era sessions are indexed."""
+        return [self._layout.indexed_marker(), self._layout.every_namespace_marker()]
 
     @staticmethod
     def _read_page(reply: list[bytes]) -> tuple[list[str], int, bytes]:

@@ -27,7 +27,7 @@ from typing import Any
 from chatkeep.core.backend import InvalidOption, Record
 from redis.exceptions import NoScriptError
 
-from .base import RedisBase
+from .base import BACKFILL_SCAN_COUNT, RedisBase
 from .clients import SyncClient, connect_sync
 from .config import DEFAULT_URL, Settings
 from .layout import BadElement, corrupt_record, decode_records, lrange_bounds, prefix_range
@@ -264,52 +264,55 @@ class RedisStore(RedisBase):
 
     def _ensure_indexed(self, *, mark: bool = False) -> None:
         """Add sessions written before the index existed (chatkeep-redis 0.1), once per
-        namespace: a SCAN of the database, then a marker key. A read writes only when it
-        finds such sessions; ``mark`` (before a write) sets the marker in any case."""
+        key prefix: a SCAN of the database, then marker keys. A read writes only when it
+        finds such sessions; ``mark`` (before a write) sets the markers in any case."""
         if self._indexed and not mark:
             return
         policy = self._policy
         client = policy.run("list_sessions", self._sync_client)
-        marker = self._layout.indexed_marker()
-        if policy.run("list_sessions", lambda: client.exists(marker)):
+        markers = self._indexed_markers()
+        if self.is_cluster:  # the two markers live on different slots
+            found = any(policy.run("list_sessions", partial(client.exists, m)) for m in markers)
+        else:
+            found = bool(policy.run("list_sessions", lambda: client.exists(*markers)))
+        if found:
             self._indexed = True
             return
         nodes: list[Any] = (
             policy.run("list_sessions", client.get_primaries) if self.is_cluster else [None]
         )
-        pattern = self._layout.scan_pattern()
+        pattern = self._layout.every_namespace_scan_pattern()
+        count = max(BACKFILL_SCAN_COUNT, self._settings.scan_count)
         wrote = False
         for node in nodes:
             cursor = 0
             while True:
                 cursor, keys = policy.run(
-                    "list_sessions",
-                    _ScanPage(client, node, cursor, pattern, self._settings.scan_count),
+                    "list_sessions", _ScanPage(client, node, cursor, pattern, count)
                 )
-                for index, members in self._backfill_members(keys).items():
+                for command in self._backfill_commands(keys):
                     scores = policy.run(
-                        "list_sessions", partial(client.execute_command, "ZMSCORE", index, *members)
+                        "list_sessions",
+                        partial(client.execute_command, "ZMSCORE", command[1], *command[3::2]),
                     )
-                    command = self._backfill_command(index, members, scores)
+                    command = self._only_missing(command, scores)
                     if command:
                         policy.run("list_sessions", partial(client.execute_command, *command))
                         wrote = True
                 if cursor == 0:
                     break
         if wrote or mark:
-            policy.run("list_sessions", lambda: client.set(marker, b"1"))
+            for marker in markers:
+                policy.run("list_sessions", partial(client.set, marker, b"1"))
         self._indexed = True
 
     def _mark_namespace(self) -> None:
-        """Before this handle's first write: the namespace's marker keys exist (one EXISTS
-        when they do), so that listings need not SCAN the database."""
-        markers = self._marker_keys()
-        present = self._policy.run("append", lambda: self._sync_client().exists(*markers))
-        if present != len(markers):
-            if self._layout.recent_key() is None:
-                self._ensure_indexed(mark=True)
-            else:
-                self._ensure_recent_indexed(mark=True)
+        """Before this handle's first write: the marker keys exist (one or two EXISTS when
+        they do), so that listings need not SCAN the database."""
+        if self._layout.recent_key() is None:
+            self._ensure_indexed(mark=True)
+        else:
+            self._ensure_recent_indexed(mark=True)
         self._marked = True
 
     def close(self) -> None:

@@ -32,7 +32,7 @@ from chatkeep.core.backend import Record
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 
-from .base import RedisBase
+from .base import BACKFILL_SCAN_COUNT, RedisBase
 from .clients import AsyncClient, connect_async
 from .layout import BadElement, corrupt_record, decode_records, lrange_bounds, prefix_range
 from .scripts import APPEND, DELETE, LIST_PAGE, RECENT_BACKFILL, RECENT_PAGE, Script
@@ -271,8 +271,20 @@ class AsyncRedisStore(RedisBase):
         """Async ``RedisStore._ensure_indexed``."""
         if getattr(self, "_indexed", False) and not mark:
             return
-        marker = self._layout.indexed_marker()
-        if await self._policy.arun("list_sessions", lambda: self._command("EXISTS", marker)):
+        markers = self._indexed_markers()
+        if self.is_cluster:  # the two markers live on different slots
+            found = False
+            for marker in markers:
+                found = found or bool(
+                    await self._policy.arun(
+                        "list_sessions", partial(self._command, "EXISTS", marker)
+                    )
+                )
+        else:
+            found = bool(
+                await self._policy.arun("list_sessions", partial(self._command, "EXISTS", *markers))
+            )
+        if found:
             self._indexed = True
             return
         handle = self._handle()
@@ -284,36 +296,38 @@ class AsyncRedisStore(RedisBase):
                 return list(handle.client.get_primaries())
 
             nodes = await self._policy.arun("list_sessions", primaries)
-        pattern = self._layout.scan_pattern()
+        pattern = self._layout.every_namespace_scan_pattern()
+        count = max(BACKFILL_SCAN_COUNT, self._settings.scan_count)
         wrote = False
         for node in nodes:
             cursor = 0
             while True:
-                page = _AsyncScanPage(handle, node, cursor, pattern, self._settings.scan_count)
+                page = _AsyncScanPage(handle, node, cursor, pattern, count)
                 cursor, keys = await self._policy.arun("list_sessions", page)
-                for index, members in self._backfill_members(keys).items():
+                for command in self._backfill_commands(keys):
                     scores = await self._policy.arun(
-                        "list_sessions", partial(self._command, "ZMSCORE", index, *members)
+                        "list_sessions",
+                        partial(self._command, "ZMSCORE", command[1], *command[3::2]),
                     )
-                    command = self._backfill_command(index, members, scores)
+                    command = self._only_missing(command, scores)
                     if command:
                         await self._policy.arun("list_sessions", partial(self._command, *command))
                         wrote = True
                 if cursor == 0:
                     break
         if wrote or mark:
-            await self._policy.arun("list_sessions", lambda: self._command("SET", marker, b"1"))
+            for marker in markers:
+                await self._policy.arun(
+                    "list_sessions", partial(self._command, "SET", marker, b"1")
+                )
         self._indexed = True
 
     async def _mark_namespace(self) -> None:
         """Async ``RedisStore._mark_namespace``."""
-        markers = self._marker_keys()
-        present = await self._policy.arun("append", lambda: self._command("EXISTS", *markers))
-        if present != len(markers):
-            if self._layout.recent_key() is None:
-                await self._ensure_indexed(mark=True)
-            else:
-                await self._ensure_recent_indexed(mark=True)
+        if self._layout.recent_key() is None:
+            await self._ensure_indexed(mark=True)
+        else:
+            await self._ensure_recent_indexed(mark=True)
         self._marked = True
 
     async def close(self) -> None:
