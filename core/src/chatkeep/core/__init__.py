@@ -88,6 +88,7 @@ from .reducers import (
     ToolCallCollapseReducer,
     TruncationReducer,
 )
+from .search import SearchHit, SearchProgress, asearch, search
 from .session import (
     AgentSession,
     ProviderSessionState,
@@ -173,6 +174,8 @@ __all__ = [
     "Reducer",
     "ReducerTrigger",
     "Role",
+    "SearchHit",
+    "SearchProgress",
     "SessionExists",
     "SessionInfo",
     "SessionMismatch",
@@ -208,6 +211,7 @@ __all__ = [
     "alist_forks",
     "alist_session_infos",
     "aread_view",
+    "asearch",
     "aundo",
     "backends",
     "check_session_id",
@@ -233,6 +237,7 @@ __all__ = [
     "read_view",
     "redact_url",
     "register_state_type",
+    "search",
     "tool",
     "undo",
     "verify",
