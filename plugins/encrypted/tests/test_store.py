@@ -175,4 +175,4 @@ def test_never_keeps_a_fulltext_index_and_a_search_decrypts_and_scans(path: str)
     assert progress and not progress[0].indexed
     # The inner store was handed ciphertext: its index holds no word of the message.
     assert list(search(inner, "oslo", use_index=True)) == []
-    assert not inner.backend.chatkeep_storage_contains(b"oslo")
+    assert not inner.backend.chatkeep_storage_contains(b"oslo")  # type: ignore[attr-defined]
