@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from chatkeep.core.backend import (
+    FULLTEXT,
     AppendConflict,
     CorruptRecord,
     InvalidOption,
@@ -37,7 +38,7 @@ from chatkeep.core.backend import (
 from .config import MEMORY, SQLiteOptions, parse_options, parse_url
 from .errors import DatabaseNotFound, DatabaseReplaced, IncompatibleSchema, ReadOnlyStore, StoreFull
 from .faults import Faults
-from .fulltext import FulltextHooks, delete_words
+from .fulltext import FULLTEXT_VERSION, FulltextHooks, delete_words
 from .layout import MAX_RECORDS, MAX_SESSIONS, SEQ_BITS, label, session_range, tenant_prefix
 from .migrations import (
     LATEST_VERSION,
@@ -325,6 +326,9 @@ class SQLiteStore(FulltextHooks):
         if 0 < version < RECENT_VERSION:
             # Readable as it is, without migrating: only the last-append index is missing.
             self.capabilities = READ_ONLY_V1_CAPABILITIES
+        elif version >= FULLTEXT_VERSION:
+            # The index is there to search (appends, the only writers of it, are refused).
+            self.capabilities = READ_ONLY_CAPABILITIES | {FULLTEXT}
         self._no_tables = version == 0
         return connection
 
