@@ -42,12 +42,13 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import cached_property
 from typing import Any
 
 from .errors import InvalidOption
 from .messages import Message
 from .records import Record
-from .search_text import SNIPPET_LENGTH, FoldedText, Query, message_text, parse_query
+from .search_text import SNIPPET_LENGTH, FoldedText, Query, fold, message_text, parse_query
 from .store import FULLTEXT, RECENT, RECENT_PAGE, Store
 from .views._builder import ViewBuilder
 from .views._control import parse_stamped
@@ -156,6 +157,10 @@ class _Filter:
     until: datetime | None
     include_retracted: bool
 
+    @cached_property
+    def required(self) -> tuple[str, ...]:
+        return self.query.required
+
     def admits(self, message: Message, at: datetime | None) -> bool:
         if self.roles is not None and str(message.role) not in self.roles:
             return False
@@ -176,8 +181,14 @@ def _hit(
     progress.messages += 1
     if not wanted.admits(message, at):
         return None
-    text = FoldedText(message_text(message))
-    progress.characters += len(text.original)
+    plain = message_text(message)
+    progress.characters += len(plain)
+    # Every word a match needs is a substring of the folded text: most messages fail
+    # that cheap test and are never cut into words.
+    folded = fold(plain)
+    if not all(word in folded for word in wanted.required):
+        return None
+    text = FoldedText(plain)
     marks = wanted.query.match(text)
     if marks is None:
         return None

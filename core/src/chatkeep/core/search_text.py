@@ -39,10 +39,12 @@ __all__ = [
     "SNIPPET_LENGTH",
     "FoldedText",
     "Query",
+    "fold",
     "index_words",
     "message_text",
     "parse_query",
     "record_words",
+    "words",
 ]
 
 #: The longest query accepted, in characters.
