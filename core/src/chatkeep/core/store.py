@@ -698,14 +698,14 @@ class Store:
             return False
         return int(await self._acall("fulltext_pending")) == 0
 
-    def fulltext_backlog(self, limit: int) -> list[tuple[int, str, Record]]:
+    def fulltext_backlog(self, limit: int) -> list[tuple[Any, str, Record]]:
         """Up to ``limit`` records the index does not cover yet, oldest first, as
         ``(key, session_id, record)``; for :func:`chatkeep.core.search_index.build_index`."""
         self._require(FULLTEXT)
-        backlog: list[tuple[int, str, Record]] = self._call("fulltext_backlog", limit)
+        backlog: list[tuple[Any, str, Record]] = self._call("fulltext_backlog", limit)
         return backlog
 
-    def fulltext_backfill(self, entries: list[tuple[int, str]]) -> None:
+    def fulltext_backfill(self, entries: list[tuple[Any, str]]) -> None:
         """Index ``(key, words)`` pairs of records :meth:`fulltext_backlog` returned."""
         self._require(FULLTEXT)
         self._call("fulltext_backfill", entries)
