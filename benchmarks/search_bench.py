@@ -32,6 +32,7 @@ from chatkeep.core import (
     TextContent,
     encode_records,
     new_id,
+    open_store,
     search,
 )
 from chatkeep.sqlite import SQLiteStore
@@ -75,8 +76,10 @@ def build(path: Path, sessions: int, messages: int, rng: random.Random, words: l
     return time.perf_counter() - started
 
 
-def indexed_latency(path: Path, queries: int, rng: random.Random, words: list[str]) -> list[float]:
-    store = Store(SQLiteStore(path))
+def indexed_latency(
+    path: Path | str, queries: int, rng: random.Random, words: list[str]
+) -> list[float]:
+    store = Store(SQLiteStore(path)) if isinstance(path, Path) else open_store(path)
     assert store.fulltext_ready()
     times = []
     common = words[:400]
@@ -139,6 +142,8 @@ def main() -> None:
     parser.add_argument("--appends", type=int, default=400)
     parser.add_argument("--dir", default="/dev/shm")
     parser.add_argument("--disk", default=None)
+    parser.add_argument("--postgres", default=None, help="also a PostgreSQL URL (a schema)")
+    parser.add_argument("--pg-sessions", type=int, default=2000)
     arguments = parser.parse_args()
     rng = random.Random(27)
     words = _words(rng)
@@ -154,9 +159,40 @@ def main() -> None:
         elapsed, scanned, rate = scan_throughput(path, arguments.scan_sessions)
         print(f"scan: {scanned:,} sessions in {elapsed:.2f} s, {rate:.1f} MB/s of decoded text")
         _report(arguments.dir, *append_costs(Path(scratch), arguments.appends, rng, words))
+    if arguments.postgres:
+        _postgres(arguments.postgres, arguments, rng, words)
     if arguments.disk:
         with tempfile.TemporaryDirectory(dir=arguments.disk) as scratch:
             _report(arguments.disk, *append_costs(Path(scratch), arguments.appends, rng, words))
+
+
+def _postgres(
+    url: str, arguments: argparse.Namespace, rng: random.Random, words: list[str]
+) -> None:
+    """Build ``--pg-sessions`` sessions at ``url`` (a fresh schema), then the indexed
+    query latency and the interleaved append cost with and without the index."""
+    store = open_store(url)
+    started = time.perf_counter()
+    for n in range(arguments.pg_sessions):
+        store.append(f"s{n:06d}", encode_records(_session(rng, words, arguments.messages)))
+    built = time.perf_counter() - started
+    print(f"postgres: built {arguments.pg_sessions:,} x {arguments.messages} in {built:.1f} s")
+    times = sorted(indexed_latency(url, arguments.queries, rng, words))
+    median, p90 = statistics.median(times) * 1e3, times[int(len(times) * 0.9)] * 1e3
+    print(f"postgres indexed two-word query, first 20: median {median:.1f} ms, p90 {p90:.1f} ms")
+    plain = open_store(url)
+    without = Store(plain.backend, capabilities=plain.capabilities - {"fulltext"})
+    timed: dict[str, list[float]] = {"with": [], "without": []}
+    for n in range(arguments.appends):
+        order = (("with", store), ("without", without))
+        for name, target in order if n % 2 else order[::-1]:
+            batch = encode_records(_session(rng, words, 2))
+            begun = time.perf_counter()
+            target.append(f"a{n % 50}", batch)
+            timed[name].append(time.perf_counter() - begun)
+    _report("postgres", statistics.median(timed["with"]), statistics.median(timed["without"]))
+    store.close()
+    plain.close()
 
 
 def _report(where: str, with_index: float, without: float) -> None:
