@@ -93,7 +93,7 @@ def _color() -> bool:
 
 
 def _line(hit: SearchHit, color: bool) -> str:
-    when = "-" if hit.stored_at is None else hit.stored_at.strftime("%Y-%m-%d %H:%M")
+    when = "-" if hit.stored_at is None else hit.stored_at.strftime("%Y-%m-%d %H:%M:%S")
     where = "retracted" if hit.position is None else f"#{hit.position}"
     snippet = hit.marked(*_HIGHLIGHT) if color else hit.snippet
     return f"{when}  {hit.session_id}  {where}  {hit.role}  {snippet}"
@@ -183,7 +183,7 @@ def sessions_matching(
                     when = (
                         "-"
                         if info.updated_at is None
-                        else info.updated_at.strftime("%Y-%m-%d %H:%M")
+                        else info.updated_at.strftime("%Y-%m-%d %H:%M:%S")
                     )
                     rows.append((info.id, count, when, _short(hit.snippet)))
             if limit is not None and len(seen) >= limit:
