@@ -1,15 +1,27 @@
 """The one place the test matrix lives: members x backends x checks.
 
-``nox -t ci`` runs everything CI needs; ``nox -s demo`` runs the demo. Every session
-installs the workspace from the committed lock file with uv.
+``nox -t ci`` runs everything CI needs; ``nox -s demo`` runs the demo; ``./run tests`` runs
+the ``ci`` sessions in two streams side by side, longest first by :data:`TIMINGS`, and
+prints the budget at the end (``.ci/streams.py``).
+
+Environments (DESIGN section 12): every session tagged ``workspace`` shares one virtual
+environment, ``.nox/_workspace``, synced from the committed lock file with
+``uv sync --locked --all-packages --all-extras`` by the first session of a run (the others
+find it up to date in about a second). ``oldest`` (Python 3.10) and ``demo`` (the install a
+user gets) keep environments of their own. Each ``ci`` session carries one group tag
+(:data:`GROUPS`) and has an entry in :data:`TIMINGS`; ``tests/test_ci_budget.py`` checks both.
 """
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import nox
@@ -53,38 +65,118 @@ def _members() -> dict[str, str]:
     }
 
 
+#: The shared environment of the ``workspace`` group (the whole workspace, all extras).
+WORKSPACE = ROOT / ".nox" / "_workspace"
+#: Group tags: every ``ci`` session carries exactly one. ``workspace`` sessions share
+#: :data:`WORKSPACE`; the others build an environment of their own.
+GROUPS = ("workspace", "oldest", "demo")
+
+#: Seconds each ``ci`` session takes (how it was measured: README, "Testing and the CI
+#: budget"). ``./run tests`` starts the longest first and prints the measured times beside
+#: these; update an entry when its session moves by more than half a minute.
+TIMINGS: dict[str, int] = {
+    "conformance(backend='s3')": 300,
+    "repo": 300,
+    "conformance(backend='azure_blob')": 240,
+    "reliability": 240,
+    "oldest": 240,
+    "conformance(backend='encrypted')": 150,
+    "tests(member='testing')": 120,
+    "tests(member='core')": 90,
+    "conformance(backend='redis')": 90,
+    "conformance(backend='postgres')": 90,
+    "tests(member='s3')": 90,
+    "tests(member='azure_blob')": 90,
+    "tests(member='agent_framework')": 90,
+    "types": 90,
+    "conformance(backend='sqlite')": 60,
+    "tests(member='redis')": 60,
+    "tests(member='postgres')": 60,
+    "tests(member='openai_agents')": 60,
+    "tests(member='langchain')": 60,
+    "tests(member='langgraph')": 60,
+    "tests(member='google_adk')": 60,
+    "tests(member='pydantic_ai')": 60,
+    "tests(member='sqlite')": 40,
+    "tests(member='cli')": 40,
+    "tests(member='openai')": 40,
+    "tests(member='llama_index')": 40,
+    "tests(member='strands')": 40,
+    "tests(member='anthropic')": 30,
+    "tests(member='vendors')": 30,
+    "demo": 30,
+    "tests(member='fake_model')": 20,
+    "lint": 15,
+    "tests(member='encrypted')": 10,
+    "conformance(backend='memory')": 10,
+}
+
+
 def _install(session: nox.Session) -> None:
-    session.run_install(
-        "uv",
-        "sync",
-        "--locked",
-        "--all-packages",
-        "--all-extras",
-        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
-    )
+    """Sync the shared workspace environment from the lock (under a lock file: two streams
+    may get here at once) and point the session's commands and their children at it."""
+    WORKSPACE.parent.mkdir(parents=True, exist_ok=True)
+    with open(WORKSPACE.parent / "_workspace.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        # nox's own interpreter makes the environment; once it exists, uv keeps it (a nox
+        # run from inside it, as tests/test_ci_budget.py does, must not rebuild it).
+        python = [] if (WORKSPACE / "pyvenv.cfg").exists() else [f"--python={sys.executable}"]
+        session.run_install(
+            *("uv", "sync", "--locked", "--all-packages", "--all-extras", *python),
+            env={"UV_PROJECT_ENVIRONMENT": str(WORKSPACE)},
+            external=True,
+        )
+    session.env["VIRTUAL_ENV"] = str(WORKSPACE)
+    session.env["PATH"] = os.pathsep.join([str(WORKSPACE / "bin"), os.environ.get("PATH", "")])
 
 
-def _pytest(session: nox.Session, *args: str) -> None:
-    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", *args, *session.posargs)
+def _bin(name: str) -> str:
+    """A program of the shared workspace environment."""
+    return str(WORKSPACE / "bin" / name)
 
 
-@nox.session(tags=["ci"])
+def _pytest(session: nox.Session, *args: str, python: str | None = None) -> None:
+    """pytest with the ten slowest tests reported; the run fails unless at least one test
+    ran (pytest's exit 5, nothing collected, fails too; so does a run that skipped all)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch, "junit.xml")
+        session.run(
+            python or _bin("python"), "-m", "pytest", "-p", "no:cacheprovider",
+            "--durations=10", f"--junitxml={report}", *args, *session.posargs,
+        )  # fmt: skip
+        _require_tests_ran(session, report)
+
+
+def _require_tests_ran(session: nox.Session, report: Path) -> None:
+    """Fail the session when the junit report shows no test that ran (all skipped)."""
+    try:
+        root = ET.parse(report).getroot()  # noqa: S314 (our own pytest wrote it)
+    except (OSError, ET.ParseError) as exc:
+        session.error(f"no pytest report at {report}: {exc}")
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    ran = sum(int(s.get("tests", 0)) - int(s.get("skipped", 0)) for s in suites)
+    if ran <= 0:
+        session.error("no test ran (every test was skipped or none was collected)")
+    session.log(f"{ran} tests ran")
+
+
+@nox.session(venv_backend="none", tags=["ci", "workspace"])
 def lint(session: nox.Session) -> None:
     """ruff: lint and formatting."""
     _install(session)
-    session.run("ruff", "check", ".")
-    session.run("ruff", "format", "--check", ".")
+    session.run(_bin("ruff"), "check", ".")
+    session.run(_bin("ruff"), "format", "--check", ".")
 
 
-@nox.session(tags=["ci"])
+@nox.session(venv_backend="none", tags=["ci", "workspace"])
 def types(session: nox.Session) -> None:
     """mypy --strict on every member's source."""
     _install(session)
     present = [path for path in TYPED if (ROOT / path).exists()]
-    session.run("mypy", *present)
+    session.run(_bin("mypy"), *present)
 
 
-@nox.session(tags=["ci"])
+@nox.session(venv_backend="none", tags=["ci", "workspace"])
 @nox.parametrize("member", list(MEMBERS))
 def tests(session: nox.Session, member: str) -> None:
     """A member's own tests (its conformance run is in the conformance session)."""
@@ -97,13 +189,19 @@ def tests(session: nox.Session, member: str) -> None:
     _pytest(session, f"{path}/tests", *skip)
 
 
-@nox.session(tags=["ci"])
+@nox.session(venv_backend="none", tags=["ci", "workspace"])
 @nox.parametrize("backend", BACKENDS)
 def conformance(session: nox.Session, backend: str) -> None:
     """The conformance suite against one backend (real servers for server backends)."""
     _install(session)
     if backend == "memory":
-        session.run("chatkeep", "conformance", "memory://")
+        with tempfile.TemporaryDirectory() as scratch:
+            report = Path(scratch, "junit.xml")
+            session.run(
+                _bin("chatkeep"), "conformance", "memory://", "--",
+                "--durations=10", f"--junitxml={report}",
+            )  # fmt: skip
+            _require_tests_ran(session, report)
         return
     path = _members().get(backend)
     if path is None:
@@ -144,21 +242,33 @@ OLDEST_PYTHON = _oldest_python()
 
 
 # Part of the CI run wherever a 3.10 interpreter exists (it does on the CI machine).
-@nox.session(python=OLDEST_PYTHON or "3.10", tags=["ci"] if OLDEST_PYTHON else [])
+@nox.session(python=OLDEST_PYTHON or "3.10", tags=["ci", "oldest"] if OLDEST_PYTHON else ["oldest"])
 def oldest(session: nox.Session) -> None:
-    """The oldest supported Python (3.10): core, SQLite and the CLI's tests."""
-    _install(session)
-    _pytest(session, "core/tests", "plugins/sqlite/tests", "packages/cli/tests")
+    """The oldest supported Python (3.10): core, SQLite and the CLI's tests (an environment
+    of its own)."""
+    session.run_install(
+        "uv",
+        "sync",
+        "--locked",
+        "--all-packages",
+        "--all-extras",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
+    _pytest(
+        session,
+        *("core/tests", "plugins/sqlite/tests", "packages/cli/tests"),
+        python=str(Path(session.bin, "python")),
+    )
 
 
-@nox.session(tags=["ci"])
+@nox.session(venv_backend="none", tags=["ci", "workspace"])
 def repo(session: nox.Session) -> None:
     """Repo-level tests: packaging, third-party plugin, CLI end to end."""
     _install(session)
     _pytest(session, "tests", "--ignore=tests/reliability")
 
 
-@nox.session(tags=["ci"])
+@nox.session(venv_backend="none", tags=["ci", "workspace"])
 def reliability(session: nox.Session) -> None:
     """No acknowledged record lost or duplicated: many writers on every backend, servers
     restarted and killed, connections cut, HTTP faults (sizes: CHATKEEP_RELIABILITY_SCALE)."""
@@ -166,7 +276,7 @@ def reliability(session: nox.Session) -> None:
     _pytest(session, "tests/reliability")
 
 
-@nox.session(tags=["ci"])
+@nox.session(tags=["ci", "demo"])
 def demo(session: nox.Session) -> None:
     """The demo on the embedded SQLite default (or CHATKEEP_URL): installs `chatkeep` as a
     user gets it (the core, SQLite and the CLI), plus the backend another URL needs."""
@@ -260,18 +370,19 @@ def bench(session: nox.Session) -> None:
     session.run("python", str(ROOT / "benchmarks" / "run.py"), *session.posargs)
 
 
-@nox.session  # not tagged ci: the full run takes long (--quick: under 5 minutes)
+# not tagged ci: the full run takes long (--quick: under 5 minutes)
+@nox.session(venv_backend="none", tags=["workspace"])
 def scale(session: nox.Session) -> None:
     """Round trips and time at 1k -> 1M records and sessions, cold and warm (issue 15).
 
     ``nox -s scale -- --quick --backends sqlite,redis``; see benchmarks/README.md.
     """
     _install(session)
-    session.run("python", str(ROOT / "benchmarks" / "scale.py"), *session.posargs)
+    session.run(_bin("python"), str(ROOT / "benchmarks" / "scale.py"), *session.posargs)
 
 
-@nox.session  # not tagged ci: a measurement, not a test
+@nox.session(venv_backend="none", tags=["workspace"])  # not tagged ci: a measurement
 def startup(session: nox.Session) -> None:
     """The CLI's cold-process cost on SQLite, and its slowest imports (issue 15)."""
     _install(session)
-    session.run("python", str(ROOT / "benchmarks" / "startup.py"), *session.posargs)
+    session.run(_bin("python"), str(ROOT / "benchmarks" / "startup.py"), *session.posargs)

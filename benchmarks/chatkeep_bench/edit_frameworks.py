@@ -2,7 +2,8 @@
 own persistent store on the same backend, side by side in one interleaved run (issue 26).
 
     python benchmarks/run.py llama-index [--quick] [--backends sqlite,redis,postgres]
-    python benchmarks/run.py strands [--quick]
+                                         [--lengths 10,1000] [--rounds 200] [--json f]
+    python benchmarks/run.py strands [--quick] [--backends disk,tmpfs] [...]
 
 **llama-index**: a turn is what ``ChatMemoryBuffer`` does around one model call:
 ``get_messages`` (the whole conversation) then ``add_message`` twice (the user's message and
@@ -16,36 +17,42 @@ another package), it is shown for reference.
 **strands**: a turn is what ``RepositorySessionManager`` does when an agent answers:
 ``create_message`` and ``update_agent`` (the sync after each message) twice; a **restore**
 is a new session manager initializing the agent (``read_session``, ``read_agent``,
-``list_messages``). Peer: ``FileSessionManager`` on local disk, against
-``ChatkeepSessionRepository`` on SQLite on the same disk (the default ``synchronous=full``,
-one fsync per append, which the file manager never does; and ``synchronous=normal``).
+``list_messages``). Peer: ``FileSessionManager``, against ``ChatkeepSessionRepository`` on
+a SQLite file in the same folder (the default ``synchronous=full``, one fsync per append,
+which the file manager never does; and ``synchronous=normal``): backend ``disk`` is a
+folder on local disk (the system's temporary folder, or ``--folder``), ``tmpfs`` one in
+``/dev/shm``.
 
 Histories of 10 and 1,000 messages. Every round runs one operation of every variant in a
-shuffled order, so a noisy machine slows all of them alike; medians and p99s per variant,
-and each chatkeep variant's ratio to its peer (below 1.0: chatkeep is faster).
+shuffled order, so a noisy machine slows all of them alike (``chatkeep_bench.interleaved``
+runs the command line and prints the table): medians and p99s per variant, each chatkeep
+variant's ratio to its peer (below 1.0: chatkeep is faster), and each target of issue 26
+met or not (at least as fast as the peer, turn and edit / restore, at every length; for
+Strands the default ``synchronous=full`` row is the one judged).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import secrets
-import shutil
-import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from random import Random
 from typing import Any
+
+from .interleaved import Target, ratio_table, run, summary, target_lines
 
 POSTGRES = (
     os.environ.get("CHATKEEP_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/test"
 )
 REDIS = os.environ.get("CHATKEEP_TEST_REDIS_URL") or "redis://127.0.0.1:6379/0"
 TEXT = "x" * 150  # ~300 bytes a message once stored, like the main benchmark's
+LLAMA_BACKENDS = ["sqlite", "redis", "postgres"]
+STRANDS_BACKENDS = ["disk", "tmpfs"]
 
 
 @dataclass
@@ -64,36 +71,10 @@ def _measure(variants: list[Variant], rounds: int, seed: int) -> None:
         order = list(variants)
         rng.shuffle(order)
         for variant in order:
-            for operation, run in variant.operations.items():
+            for operation, call in variant.operations.items():
                 start = time.perf_counter()
-                run()
+                call()
                 variant.times.setdefault(operation, []).append(time.perf_counter() - start)
-
-
-def _p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-
-
-def _report(title: str, variants: list[Variant]) -> list[str]:
-    lines = [
-        f"\n{title}",
-        f"{'variant':<44} {'operation':<10} {'median ms':>10} {'p99 ms':>9}  ratio",
-    ]
-    medians = {
-        (v.name, op): statistics.median(times) for v in variants for op, times in v.times.items()
-    }
-    for variant in variants:
-        for operation, times in variant.times.items():
-            median = medians[(variant.name, operation)]
-            ratio = ""
-            if variant.peer is not None and (variant.peer, operation) in medians:
-                ratio = f"{median / medians[(variant.peer, operation)]:.2f}x {variant.peer}"
-            lines.append(
-                f"{variant.name:<44} {operation:<10} {median * 1000:>10.3f} "
-                f"{_p99(times) * 1000:>9.3f}  {ratio}"
-            )
-    return lines
 
 
 # -- LlamaIndex -------------------------------------------------------------------------------
@@ -135,13 +116,13 @@ def _llama_variants(
     if "sqlite" in backends:
         store = cleanup.enter_context(open_store(f"sqlite:///{workdir / f'li-{length}.db'}"))
         operations = _llama_operations(ChatkeepChatStore(store=store), key, length)
-        variants.append(Variant("chatkeep ChatkeepChatStore (sqlite)", None, operations))
+        variants.append(Variant("chatkeep", None, operations))
     if "redis" in backends:
         from llama_index.storage.chat_store.redis import RedisChatStore
 
         store = cleanup.enter_context(open_store(REDIS, namespace=f"ckbench-{token}"))
         operations = _llama_operations(ChatkeepChatStore(store=store), key, length)
-        variants.append(Variant("chatkeep ChatkeepChatStore (redis)", "RedisChatStore", operations))
+        variants.append(Variant("chatkeep", "RedisChatStore", operations))
         peer = RedisChatStore(redis_url=REDIS)
         cleanup.callback(peer._redis_client.delete, key)
         variants.append(Variant("RedisChatStore", None, _llama_operations(peer, key, length)))
@@ -158,9 +139,7 @@ def _llama_variants(
 
         cleanup.callback(drop_ours)
         operations = _llama_operations(ChatkeepChatStore(store=store), key, length)
-        variants.append(
-            Variant("chatkeep ChatkeepChatStore (postgres)", "PostgresChatStore", operations)
-        )
+        variants.append(Variant("chatkeep", "PostgresChatStore", operations))
         base = POSTGRES.split("://", 1)[1]
         peer = PostgresChatStore.from_params(
             connection_string=f"postgresql+psycopg://{base}",
@@ -221,17 +200,20 @@ def _strands_operations(make: Callable[[], Any], session_id: str, length: int) -
     return {"turn": turn, "restore": restore}
 
 
-def _strands_variants(length: int, token: str, workdir: Path) -> list[Variant]:
+def _strands_variants(
+    length: int, token: str, workdir: Path, cleanup: contextlib.ExitStack
+) -> list[Variant]:
     from strands.session.file_session_manager import FileSessionManager
 
     from chatkeep.core import open_store
     from chatkeep.strands import ChatkeepSessionRepository
 
+    FileSessionManager._bench_init = _file_repository  # type: ignore[attr-defined]
     session_id = f"ckbench-{token}-{length}"
     files = workdir / f"files-{length}"
     variants = [
         Variant(
-            "FileSessionManager (disk)",
+            "FileSessionManager",
             None,
             _strands_operations(
                 lambda: FileSessionManager.__new__(FileSessionManager)._bench_init(files),
@@ -244,11 +226,11 @@ def _strands_variants(length: int, token: str, workdir: Path) -> list[Variant]:
         url = (
             f"sqlite:///{workdir / f'strands-{length}-{synchronous}.db'}?synchronous={synchronous}"
         )
-        store = open_store(url)
+        store = cleanup.enter_context(open_store(url))
         variants.append(
             Variant(
-                f"chatkeep repository (sqlite, synchronous={synchronous})",
-                "FileSessionManager (disk)",
+                f"chatkeep (synchronous={synchronous})",
+                "FileSessionManager",
                 _strands_operations(
                     lambda store=store: ChatkeepSessionRepository(store=store), session_id, length
                 ),
@@ -267,36 +249,96 @@ def _file_repository(self: Any, storage_dir: Path) -> Any:
 # -- the command ------------------------------------------------------------------------------
 
 
-def main(argv: list[str], which: str) -> int:
-    parser = argparse.ArgumentParser(prog=f"run.py {which}")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--backends", default="sqlite,redis,postgres")
-    parser.add_argument("--lengths", default="10,1000")
-    parser.add_argument("--rounds", type=int, default=0)
-    parser.add_argument("--seed", type=int, default=26)
-    args = parser.parse_args(argv)
-    rounds = args.rounds or (40 if args.quick else 200)
-    token = secrets.token_hex(4)
-    workdir = Path(tempfile.mkdtemp(prefix=f"ckbench-{token}-", dir=os.getcwd()))
-    lines = [
-        f"{which}: {rounds} interleaved rounds per length (one operation of every variant a "
-        f"round, shuffled); files in {workdir} (local disk)"
+def _rows(backend: str, length: int, variants: list[Variant]) -> list[dict[str, Any]]:
+    return [
+        {
+            "backend": backend,
+            "store": variant.name,
+            "length": length,
+            **{op: summary([t * 1000 for t in times]) for op, times in variant.times.items()},
+        }
+        for variant in variants
     ]
-    try:
-        for length in [int(n) for n in args.lengths.split(",")]:
-            with contextlib.ExitStack() as cleanup:
-                if which == "llama-index":
-                    variants = _llama_variants(
-                        args.backends.split(","), length, token, cleanup, workdir
-                    )
-                else:
-                    from strands.session.file_session_manager import FileSessionManager
 
-                    FileSessionManager._bench_init = _file_repository  # type: ignore[attr-defined]
-                    variants = _strands_variants(length, token, workdir)
-                _measure(variants, rounds, args.seed)
-                lines += _report(f"history of {length} messages", variants)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    print("\n".join(lines))
-    return 0
+
+def _measure_llama(
+    backend: str, lengths: list[int], rounds: int, seed: int, folder: Path
+) -> list[dict[str, Any]]:
+    token = secrets.token_hex(4)
+    rows: list[dict[str, Any]] = []
+    for length in lengths:
+        with contextlib.ExitStack() as cleanup:
+            variants = _llama_variants([backend], length, token, cleanup, folder)
+            _measure(variants, rounds, seed)
+            rows += _rows(backend, length, variants)
+        print(f"[{backend}] {length} messages: done", flush=True)
+    return rows
+
+
+def _measure_strands(
+    backend: str, lengths: list[int], rounds: int, seed: int, folder: Path
+) -> list[dict[str, Any]]:
+    token = secrets.token_hex(4)
+    rows: list[dict[str, Any]] = []
+    with contextlib.ExitStack() as outer:
+        if backend == "tmpfs":
+            folder = Path(outer.enter_context(tempfile.TemporaryDirectory(dir="/dev/shm")))
+        for length in lengths:
+            with contextlib.ExitStack() as cleanup:
+                variants = _strands_variants(length, token, folder, cleanup)
+                _measure(variants, rounds, seed)
+                rows += _rows(backend, length, variants)
+            print(f"[{backend}] {length} messages: done", flush=True)
+    return rows
+
+
+def _llama_table(rows: list[dict[str, Any]]) -> Iterator[str]:
+    columns = [("turn", "turn ms, median (p99)"), ("edit", "edit ms, median (p99)")]
+    return ratio_table(rows, "store", "messages", columns)
+
+
+def _strands_table(rows: list[dict[str, Any]]) -> Iterator[str]:
+    columns = [("turn", "turn ms, median (p99)"), ("restore", "restore ms, median (p99)")]
+    return ratio_table(rows, "store", "messages", columns)
+
+
+#: Issue 26: each adapter at least as fast as the framework's own persistent store.
+LLAMA_TARGETS = [
+    Target("chatkeep", peer, column, 1.0, backend)
+    for backend, peer in (("redis", "RedisChatStore"), ("postgres", "PostgresChatStore"))
+    for column in ("turn", "edit")
+]
+STRANDS_TARGETS = [
+    Target("chatkeep (synchronous=full)", "FileSessionManager", column, 1.0)
+    for column in ("turn", "restore")
+]
+
+
+def main(argv: list[str], which: str) -> int:
+    """``run.py llama-index ...`` or ``run.py strands ...``; 0 unless nothing was measured."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    if which == "llama-index":
+        return run(
+            argv,
+            description="LlamaIndex chat stores: chatkeep vs RedisChatStore / PostgresChatStore",
+            backends=LLAMA_BACKENDS,
+            measure=_measure_llama,
+            table=_llama_table,
+            rounds=200,
+            quick_rounds=40,
+            default_lengths="10,1000",
+            targets=lambda rows: target_lines(rows, "store", LLAMA_TARGETS),
+        )
+    return run(
+        argv,
+        description="Strands sessions: chatkeep on SQLite vs FileSessionManager",
+        backends=STRANDS_BACKENDS,
+        measure=_measure_strands,
+        table=_strands_table,
+        rounds=200,
+        quick_rounds=40,
+        default_lengths="10,1000",
+        targets=lambda rows: target_lines(rows, "store", STRANDS_TARGETS),
+    )

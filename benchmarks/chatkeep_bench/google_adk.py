@@ -32,7 +32,7 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
-from .interleaved import ratio_table, run, summary
+from .interleaved import Target, ratio_table, run, summary, target_lines
 
 POSTGRES = (
     os.environ.get("CHATKEEP_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/test"
@@ -201,6 +201,15 @@ def table(rows: list[dict[str, Any]]) -> Iterator[str]:
     )
 
 
+#: Issue 25: the service at least as fast as ADK's DatabaseSessionService on SQLite and
+#: PostgreSQL (the default turn and the window turn; the default chatkeep row).
+TARGETS = [
+    Target("chatkeep", "DatabaseSessionService", column, 1.0, backend)
+    for backend in ("sqlite", "postgres")
+    for column in ("turn", "window")
+]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ADK session service benchmark; 0 unless nothing could be measured."""
     import logging
@@ -220,4 +229,5 @@ def main(argv: list[str] | None = None) -> int:
         table=table,
         rounds=100,
         quick_rounds=30,
+        targets=lambda rows: target_lines(rows, "service", TARGETS),
     )

@@ -1,5 +1,7 @@
-"""What the framework benchmarks (``langgraph``, ``google_adk``) share: their command line,
-the summary of a row's samples, and the table that sets chatkeep's rows beside a peer's."""
+"""What the framework benchmarks (``langgraph``, ``google_adk``, ``pydantic_ai_store``,
+``edit_frameworks``) share: their command line, the summary of a row's samples, the table
+that sets chatkeep's rows beside a peer's, and the lines that say which target each row
+meets."""
 
 from __future__ import annotations
 
@@ -10,10 +12,11 @@ import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ratio_table", "run", "summary"]
+__all__ = ["Target", "ratio_table", "run", "summary", "target_lines"]
 
 
 def summary(samples: list[float]) -> dict[str, float]:
@@ -52,6 +55,66 @@ def ratio_table(
         yield f"| {row['backend']} | {row['length']:,} | {row[who]} | " + " | ".join(cells) + " |"
 
 
+@dataclass(frozen=True)
+class Target:
+    """A target of an issue: row ``subject``'s median of ``column`` at most ``at_most`` times
+    row ``peer``'s (or ``peer (...)``'s: the peer's driver in brackets), on ``backend``
+    (every backend with both rows: ``None``), at every length measured. ``at_most=1/1.5``:
+    at least 1.5x faster; ``1.0``: at least as fast."""
+
+    subject: str
+    peer: str
+    column: str
+    at_most: float
+    backend: str | None = None
+
+    def __str__(self) -> str:
+        if self.at_most < 1.0:
+            bound = f"at least {1 / self.at_most:.3g}x faster than"
+        elif self.at_most == 1.0:
+            bound = "at least as fast as"
+        else:
+            bound = f"within {self.at_most:.3g}x of"
+        return f"{self.subject} {self.column} {bound} {self.peer}"
+
+
+def _is_peer(name: str, peer: str) -> bool:
+    return name == peer or name.startswith(f"{peer} (")
+
+
+def target_lines(rows: list[dict[str, Any]], who: str, targets: Sequence[Target]) -> Iterator[str]:
+    """One line per target and measured (backend, length): the ratio of the medians and
+    whether the target is met; a target with no rows to judge it by says so (never met)."""
+    yield ""
+    yield "Targets (chatkeep's median / the peer's median):"
+    for target in targets:
+        judged = False
+        for row in rows:
+            if row[who] != target.subject or target.backend not in (None, row["backend"]):
+                continue
+            peer = next(
+                (
+                    other
+                    for other in rows
+                    if _is_peer(other[who], target.peer)
+                    and other["backend"] == row["backend"]
+                    and other["length"] == row["length"]
+                ),
+                None,
+            )
+            if peer is None:
+                continue
+            judged = True
+            ratio = row[target.column]["median"] / peer[target.column]["median"]
+            verdict = "met" if ratio <= target.at_most else "NOT met"
+            yield (
+                f"- {verdict}: {target} on {row['backend']} at {row['length']:,}: "
+                f"{ratio:.3f}x (limit {target.at_most:.3f}x)"
+            )
+        if not judged:
+            yield f"- NOT measured: {target}" + (f" on {target.backend}" if target.backend else "")
+
+
 Measure = Callable[[str, list[int], int, int, Path], list[dict[str, Any]]]
 
 
@@ -64,18 +127,24 @@ def run(
     table: Callable[[list[dict[str, Any]]], Iterator[str]],
     rounds: int,
     quick_rounds: int,
+    default_lengths: str = "10,100,1000",
+    targets: Callable[[list[dict[str, Any]]], Iterator[str]] | None = None,
 ) -> int:
     """The command line of a framework benchmark: ``[--quick] [--backends a,b]
-    [--lengths 10,100,1000] [--rounds N] [--seed N] [--json FILE]``; ``measure(backend,
-    lengths, rounds, seed, folder)`` per backend (one whose server is missing is skipped
-    with the reason), then the table. 0 unless nothing could be measured."""
+    [--lengths 10,100,1000] [--rounds N] [--seed N] [--json FILE] [--folder DIR]``;
+    ``measure(backend, lengths, rounds, seed, folder)`` per backend (one whose server is
+    missing is skipped with the reason), then the table, then ``targets(rows)`` (each
+    target met or not). 0 unless nothing could be measured."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="fewer rounds and lengths")
     parser.add_argument("--backends", default=",".join(backends))
-    parser.add_argument("--lengths", default="10,100,1000")
+    parser.add_argument("--lengths", default=default_lengths)
     parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--folder", default=None, help="where files go (default: the system's temporary folder)"
+    )
     args = parser.parse_args(argv)
     lengths = [int(x) for x in args.lengths.split(",") if x]
     rounds = args.rounds
@@ -83,7 +152,7 @@ def run(
         lengths, rounds = [min(lengths), max(lengths)], min(rounds, quick_rounds)
     warnings.filterwarnings("ignore")
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="ckbench-") as folder:
+    with tempfile.TemporaryDirectory(prefix="ckbench-", dir=args.folder) as folder:
         for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
             if backend not in backends:
                 parser.error(f"unknown backend {backend!r}; choose from {', '.join(backends)}")
@@ -98,6 +167,9 @@ def run(
     print()
     for line in table(rows):
         print(line)
+    if targets is not None:
+        for line in targets(rows):
+            print(line)
     if args.json:
         with suppress(OSError):
             args.json.write_text(json.dumps(rows, indent=2))

@@ -35,6 +35,8 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
+from .interleaved import Target, target_lines
+
 POSTGRES = (
     os.environ.get("CHATKEEP_TEST_POSTGRES_URL") or "postgresql://postgres@127.0.0.1:5432/test"
 )
@@ -261,6 +263,15 @@ async def _run(
         return times
 
 
+#: Issue 25: at least 1.5x faster than the SQL peer on SQLite and PostgreSQL, within 1.3x of
+#: InMemoryConversationStore on chatkeep's memory backend (wall time of the turn).
+TARGETS = [
+    Target("chatkeep (sqlite)", "SQL peer (sqlite3)", "wall", 1 / 1.5, "sqlite"),
+    Target("chatkeep (postgres)", "SQL peer (psycopg)", "wall", 1 / 1.5, "postgres"),
+    Target("chatkeep (memory://)", "InMemoryConversationStore", "wall", 1.3, "memory"),
+]
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="run.py pydantic-ai")
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
@@ -274,6 +285,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     rounds = args.rounds or (30 if args.quick else 100)
     report: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []  # per store, for the targets
     print(f"Pydantic AI load + save turn, median ms over {rounds} interleaved rounds")
     for backend in args.backends.split(","):
         for length in (int(n) for n in args.lengths.split(",")):
@@ -293,8 +305,19 @@ def main(argv: list[str]) -> int:
                     f"{medians[peer] * 1e3:.2f}  peer/chatkeep {ratio:.2f}x"
                 )
                 row[label] = {"medians_s": medians, "peer_over_chatkeep": ratio}
+            for name in times:
+                rows.append(
+                    {
+                        "backend": backend,
+                        "store": name,
+                        "length": length,
+                        "wall": {"median": statistics.median(t[0] for t in times[name])},
+                    }
+                )
             print(f"{backend:8} {length:>5} msgs  " + "  |  ".join(cells))
             report.append(row)
+    for line in target_lines(rows, "store", TARGETS):
+        print(line)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0

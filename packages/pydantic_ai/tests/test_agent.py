@@ -1,7 +1,7 @@
 """Pydantic AI's own runner on the adapter: ``Agent.run`` with ``TestModel`` and
 ``FunctionModel`` over a multi-turn conversation with a tool call, a second process that
-resumes the conversation by id, and the Vercel AI UI adapter with ``conversation_store=``,
-on SQLite and PostgreSQL."""
+resumes the conversation by id, and the Vercel AI and AG-UI UI adapters with
+``conversation_store=``, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.ui.ag_ui import AGUIAdapter
 from pydantic_ai.ui.vercel_ai import VercelAIAdapter
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -233,3 +234,65 @@ async def test_the_vercel_ui_adapter_keeps_the_conversation(url: str) -> None:
         assert await store.load("chat-1", scope="someone-else") is None
         listed = await store.list_conversations(scope="user-7")
         assert [r.conversation_id for r in listed] == ["chat-1"]
+
+
+async def test_the_ag_ui_adapter_keeps_the_conversation(url: str) -> None:
+    """``AGUIAdapter.dispatch_request(..., conversation_store=...)``: the AG-UI thread is the
+    conversation; each run input brings only the new user message, the server loads the
+    rest from the store and saves the run (announcing the saved entries to the client)."""
+    agent = make_agent()
+    async with ChatkeepConversationStore(url=url, prefix="agui-test:") as store:
+        await store.delete("thread-1", scope="user-9")
+
+        async def run(request: Request) -> Response:
+            return await AGUIAdapter.dispatch_request(
+                request, agent=agent, conversation_store=store, conversation_scope="user-9"
+            )
+
+        app = Starlette(routes=[Route("/agui", run, methods=["POST"])])
+        saved: list[list[str]] = []
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://t"
+        ) as client:
+            for number, text in enumerate(["Weather in Lima?", "What did I ask?"]):
+                body = {
+                    "threadId": "thread-1",
+                    "runId": f"run-{number}",
+                    "state": None,
+                    "messages": [{"id": f"u{number}", "role": "user", "content": text}],
+                    "tools": [],
+                    "context": [],
+                    "forwardedProps": None,
+                }
+                response = await client.post(
+                    "/agui", json=body, headers={"accept": "text/event-stream"}
+                )
+                assert response.status_code == 200, response.text
+                events = [
+                    json.loads(line.removeprefix("data: "))
+                    for line in response.text.splitlines()
+                    if line.startswith("data: ")
+                ]
+                kinds = [event["type"] for event in events]
+                assert "RUN_ERROR" not in kinds, events
+                assert kinds[-1] == "RUN_FINISHED"
+                saved += [
+                    event["value"]["entry_ids"]
+                    for event in events
+                    if event["type"] == "CUSTOM"
+                    and event.get("name") == "pydantic_ai_conversation_saved"
+                ]
+        loaded = await store.load("thread-1", scope="user-9")
+        assert loaded is not None
+        texts = [p.content for m in loaded.messages for p in m.parts if isinstance(p, TextPart)]
+        assert texts == ["It is sunny in Lima.", "You asked 2 questions; first: Weather in Lima?"]
+        # The entry ids the client was told are the stored history's, in order.
+        record = await store.read_record("thread-1")
+        assert record is not None and record.scope == "user-9"
+        history = await store.read_history(record.head_id)
+        assert [entry_id for ids in saved for entry_id in ids] == [e.id for e in history]
+        assert await store.load("thread-1", scope="someone-else") is None
+        # chatkeep's own readers see the same conversation (roles and text).
+        view = read_view(store.store, store.session_id("thread-1"))
+        assert view[0].role == "user" and view[-1].role == "assistant"
+        assert view[-1].text == "You asked 2 questions; first: Weather in Lima?"

@@ -271,3 +271,68 @@ def test_a_batch_of_thousands_is_checked_against_every_stored_id(store: Store) -
     records = store.read(session)
     assert len(records) == 2501 and records[-1] == Record("new", b"x")
     assert store.read(session, 2499, 2501) == [first[-1], Record("new", b"x")]
+
+
+# -- what a listing costs on the wire ------------------------------------------------------
+
+
+def _sends(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the requests every blocking redis-py connection sends from now on (a pipeline
+    is one): each is a round trip."""
+    sent: list[int] = []
+    original = redis.connection.AbstractConnection.send_packed_command
+
+    def counted(self: Any, command: Any, check_health: bool = True) -> None:
+        sent.append(1)
+        original(self, command, check_health)
+
+    monkeypatch.setattr(redis.connection.AbstractConnection, "send_packed_command", counted)
+    return sent
+
+
+def test_a_namespaces_first_prefix_listing_costs_what_matches(
+    redis_store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29: at most max(10, k / 50) round trips for k matches, also on a fresh handle
+    listing a namespace for the first time (1,000 sessions here, 2% matching: the ratio of
+    200 of 10,000). The one-time search for 0.1-era sessions covers every namespace under
+    the key prefix, so it is not paid again per namespace."""
+    writer = RedisStore(redis_store_url, namespace="tenant")
+    other = RedisStore(redis_store_url, namespace="other")
+    try:
+        for number in range(1000):
+            name = f"match-{number:04d}" if number % 50 == 0 else f"rest-{number:04d}"
+            writer.append(name, batch("m"))
+        other.append("x", batch("m"))
+        list(other.list_sessions())  # some namespace was listed once: the search is done
+        sent = _sends(monkeypatch)
+        # Pages of 100 (a tenth of the sessions, as 1,000 is of 10,000 by default): a
+        # SCAN of the database at that size would take 20 round trips.
+        fresh = RedisStore(redis_store_url, namespace="tenant", scan_count=100)
+        try:
+            found = list(fresh.list_sessions("match-"))
+        finally:
+            fresh.close()
+        assert sorted(found) == [f"match-{n:04d}" for n in range(0, 1000, 50)]
+        assert len(sent) <= 10, f"{len(sent)} round trips for 20 matches"
+    finally:
+        writer.close()
+        other.close()
+
+
+def test_the_search_for_0_1_sessions_covers_every_namespace(redis_store_url: str) -> None:
+    client = redis.Redis.from_url(redis_store_url.split("?", maxsplit=1)[0])
+    first = RedisStore(redis_store_url, namespace="a")
+    later = RedisStore(redis_store_url, namespace="b")
+    try:
+        log_key, _, ids_key = later.keys("old")
+        client.rpush(log_key, b"\x01\x00\x01r" + b"data")  # 0.1's element format and id set
+        client.sadd(ids_key, "r")
+        first.append("new", batch("m"))
+        assert list(first.list_sessions()) == ["new"]  # namespace a's first listing
+        assert list(later.list_sessions()) == ["old"]  # b's: found by a's search
+        assert later.read("old") == [Record("r", b"data")]
+    finally:
+        first.close()
+        later.close()
+        client.close()

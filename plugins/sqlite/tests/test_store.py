@@ -71,6 +71,28 @@ def test_individually_stored_ids_are_skipped(store: SQLiteStore, raw: sqlite3.Co
     assert [r.id for r in store.read("s", -2)] == ["y", "z"]
 
 
+def test_a_turns_append_is_two_statements_in_its_transaction(store: SQLiteStore) -> None:
+    store.append("s", records("a"))
+    statements: list[str] = []
+    store._handle().connection.set_trace_callback(statements.append)
+    store.append("s", records("b", "c"))
+    # BEGIN, the session row's reservation (UPDATE ... RETURNING), one INSERT, COMMIT.
+    assert len(statements) == 4, statements
+    assert store.read("s") == records("a", "b", "c")
+
+
+def test_a_retry_on_the_short_path_keeps_the_sessions_time(
+    store: SQLiteStore, raw: sqlite3.Connection
+) -> None:
+    store.append("s", records("a", "b"))
+    (before,) = raw.execute("SELECT updated_at FROM chatkeep_sessions").fetchone()
+    store.append("s", records("b"))  # the reservation moved the row on: undone
+    assert raw.execute("SELECT length, updated_at FROM chatkeep_sessions").fetchone() == (2, before)
+    store.append("s", records("b", "c"))
+    assert store.read("s") == records("a", "b", "c")
+    assert seqs(raw, "s") == [0, 1, 2]
+
+
 @pytest.mark.parametrize("size", [1, 2, 7, 8, 9, 20])
 def test_batches_of_any_size_stay_gap_free_under_retries(
     store: SQLiteStore, raw: sqlite3.Connection, size: int

@@ -44,6 +44,7 @@ from chatkeep.core.views import (
     read_view,
 )
 
+from .kept import KeptViews
 from .messages import chat_message_from_record, chat_message_to_message, message_to_chat_message
 
 __all__ = ["ChatkeepChatStore"]
@@ -85,6 +86,24 @@ def _messages(chat_messages: Sequence[ChatMessage]) -> list[Message]:
     return [chat_message_to_message(chat_message) for chat_message in chat_messages]
 
 
+def _added(records: Sequence[Record], message: Message) -> list[ChatMessage]:
+    """What appending ``records`` (``message``'s) adds to the conversation, as a read
+    would decode it."""
+    return _from_records(records) or [message_to_chat_message(message)]
+
+
+def _pop(kept: list[ChatMessage], index: int, removed: ChatMessage) -> None:
+    """``kept.pop(index)``, which must be the message the edit removed."""
+    if kept[index] != removed:
+        raise ValueError("the kept view is not the one the edit was computed on")
+    kept.pop(index)
+
+
+def _estimate(chat_messages: Sequence[ChatMessage]) -> int:
+    """About the bytes of the records a view's messages were read from (for the bound)."""
+    return sum(256 + len(message.content or "") for message in chat_messages)
+
+
 class ChatkeepChatStore(BaseChatStore):
     """A LlamaIndex chat store kept in a chatkeep store, a drop-in for ``SimpleChatStore``,
     ``RedisChatStore`` or ``PostgresChatStore``::
@@ -105,14 +124,21 @@ class ChatkeepChatStore(BaseChatStore):
     control record each, the log keeping everything (``chatkeep sessions show --raw``).
     ``delete_messages`` erases the session where the store can ``delete`` (else empties
     its view). Every ``ChatMessage`` comes back equal to the one added.
-    """
+
+    Each conversation read or written is kept decoded (:mod:`chatkeep.llama_index.kept`)
+    and trusted only after a read of the log's last few records shows it as this object
+    left it, so a turn reads a few records, not the conversation. The messages returned
+    are fresh copies (their own blocks and ``additional_kwargs`` dict, see
+    :func:`chatkeep.llama_index.kept.fresh`)."""
 
     _store: Store = PrivateAttr()
     _owns_store: bool = PrivateAttr(default=False)
+    _kept: KeptViews = PrivateAttr()
 
     def __init__(self, *, url: str | None = None, store: Store | None = None) -> None:
         super().__init__()
         self._store, self._owns_store = adapter_store(url, store, owner="ChatkeepChatStore")
+        self._kept = KeptViews()
 
     @classmethod
     def class_name(cls) -> str:
@@ -136,21 +162,47 @@ class ChatkeepChatStore(BaseChatStore):
     # -- reads (one place, so a cache can be put in front of them) ----------------------------
 
     def _read(self, key: str) -> list[ChatMessage]:
+        span = self._kept.span(key)
+        if span:
+            kept = self._kept.messages(key, self._store.read(key, -span))
+            if kept is not None:
+                return kept
         # The fast path: plain message records turned straight into ChatMessages; anything
         # else (edits, undo, forks, tagged values, other blocks, damage) goes through the
         # view, which reports damage with its position.
-        chat_messages = _from_records(plain_tail(self._store, key, None))
+        records = plain_tail(self._store, key, None)
+        chat_messages = _from_records(records)
         if chat_messages is not None:
+            self._kept.keep(key, chat_messages, records)
             return chat_messages
-        return _chat_messages(read_view(self._store, key))
+        before = self._store.read(key, -1)
+        chat_messages = _chat_messages(read_view(self._store, key))
+        after = self._store.read(key, -1)
+        if [r.id for r in before] == [r.id for r in after]:  # the view is of that log
+            anchor = after[0].id if after else None
+            self._kept.keep_read(key, chat_messages, anchor, _estimate(chat_messages))
+        return chat_messages
 
     async def _aread(self, key: str) -> list[ChatMessage]:
         if not native(self._store):
             return await in_thread(self._store, ("read",), self._read, key)
-        chat_messages = _from_records(await aplain_tail(self._store, key, None))
+        span = self._kept.span(key)
+        if span:
+            kept = self._kept.messages(key, await self._store.aread(key, -span))
+            if kept is not None:
+                return kept
+        records = await aplain_tail(self._store, key, None)
+        chat_messages = _from_records(records)
         if chat_messages is not None:
+            self._kept.keep(key, chat_messages, records)
             return chat_messages
-        return _chat_messages(await aread_view(self._store, key))
+        before = await self._store.aread(key, -1)
+        chat_messages = _chat_messages(await aread_view(self._store, key))
+        after = await self._store.aread(key, -1)
+        if [r.id for r in before] == [r.id for r in after]:
+            anchor = after[0].id if after else None
+            self._kept.keep_read(key, chat_messages, anchor, _estimate(chat_messages))
+        return chat_messages
 
     # -- the sync interface ------------------------------------------------------------------
 
@@ -159,6 +211,7 @@ class ChatkeepChatStore(BaseChatStore):
         same list plus new messages appends them)."""
         new = _messages(messages)
         with session_lock(self._store, check_session_id(key)):
+            self._kept.forget(key)
             edit_set(self._store, key, new)
 
     def get_messages(self, key: str) -> list[ChatMessage]:
@@ -171,15 +224,24 @@ class ChatkeepChatStore(BaseChatStore):
         converted = chat_message_to_message(message)
         key = check_session_id(key)
         if idx is None:
-            self._store.append(key, self._records(converted))
+            records = self._records(converted)
+            self._store.append(key, records)
+            self._kept.appended(key, records, _added(records, converted))
             return
         with session_lock(self._store, key):
+            span = self._kept.span(key)
             edit_insert(self._store, key, idx, converted)
+            if span:
+                added = message_to_chat_message(converted)
+                self._kept.edited(
+                    key, self._store.read(key, -span - 1), lambda kept: kept.insert(idx, added)
+                )
 
     def delete_messages(self, key: str) -> list[ChatMessage] | None:
         """Remove the conversation and return its messages (``None`` for an unknown key)."""
         key = check_session_id(key)
         with session_lock(self._store, key):
+            self._kept.forget(key)
             if not self._store.read(key, 0, 1):
                 return None
             removed = read_view(self._store, key)
@@ -194,10 +256,15 @@ class ChatkeepChatStore(BaseChatStore):
         unknown key, or ``idx`` past either end)."""
         key = check_session_id(key)
         with session_lock(self._store, key):
+            span = self._kept.span(key)
             try:
-                return message_to_chat_message(edit_delete(self._store, key, idx))
+                removed = message_to_chat_message(edit_delete(self._store, key, idx))
             except EditOutOfRange:
-                return None
+                return None  # nothing written: what is kept still holds
+            if span:
+                tail = self._store.read(key, -span - 1)
+                self._kept.edited(key, tail, lambda kept: _pop(kept, idx, removed))
+            return removed
 
     def delete_last_message(self, key: str) -> ChatMessage | None:
         """Remove the newest message and return it (``None`` when there is none). Two
@@ -214,6 +281,7 @@ class ChatkeepChatStore(BaseChatStore):
         """Async :meth:`set_messages`."""
         new = _messages(messages)
         key = check_session_id(key)
+        self._kept.forget(key)
         await self._write(
             lambda: aedit_set(self._store, key, new), self.set_messages, key, messages
         )
@@ -234,7 +302,9 @@ class ChatkeepChatStore(BaseChatStore):
                 await settled(self._store.aappend(key, records))
             else:
                 await settled(in_thread(self._store, ("append",), self._store.append, key, records))
+            self._kept.appended(key, records, _added(records, converted))
             return
+        self._kept.forget(key)
         await self._write(
             lambda: aedit_insert(self._store, key, idx, converted),
             self.add_message,
@@ -246,6 +316,7 @@ class ChatkeepChatStore(BaseChatStore):
     async def adelete_messages(self, key: str) -> list[ChatMessage] | None:
         """Async :meth:`delete_messages`."""
         key = check_session_id(key)
+        self._kept.forget(key)
         if not native(self._store):
             return await settled(in_thread(self._store, None, self.delete_messages, key))
         if not await self._store.aread(key, 0, 1):
@@ -262,11 +333,15 @@ class ChatkeepChatStore(BaseChatStore):
         key = check_session_id(key)
         if not native(self._store):
             return await settled(in_thread(self._store, None, self.delete_message, key, idx))
+        span = self._kept.span(key)
         try:
-            removed = await settled(aedit_delete(self._store, key, idx))
+            removed = message_to_chat_message(await settled(aedit_delete(self._store, key, idx)))
         except EditOutOfRange:
             return None
-        return message_to_chat_message(removed)
+        if span:
+            tail = await self._store.aread(key, -span - 1)
+            self._kept.edited(key, tail, lambda kept: _pop(kept, idx, removed))
+        return removed
 
     async def adelete_last_message(self, key: str) -> ChatMessage | None:
         """Async :meth:`delete_last_message`."""

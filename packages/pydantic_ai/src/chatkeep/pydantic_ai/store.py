@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from pydantic_ai.agent import AgentRunResult
+from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import (
     ConversationConflict,
     ConversationEntry,
@@ -46,6 +49,10 @@ _HEADS_REMEMBERED = 1_024
 # How much earlier than the store's clock a record's updated_at may be, for the newest-first
 # listing to stop reading (a record's save time comes from the saving process's clock).
 _CLOCK_SKEW = timedelta(seconds=2)
+# The save this task is in, as (conversation id, the revision it expects): its first
+# read_record may be answered from what this object last read or wrote of the conversation,
+# since the write that follows lands only right after that record (a conditional append).
+_SAVING: ContextVar[tuple[str, str] | None] = ContextVar("chatkeep_pydantic_ai_save", default=None)
 
 
 class ChatkeepConversationStore(ConversationStore):
@@ -119,11 +126,43 @@ class ChatkeepConversationStore(ConversationStore):
 
     async def read_record(self, conversation_id: str) -> ConversationRecord | None:
         """The conversation's record, or ``None`` if the store does not have it: one read
-        of the end of its log."""
+        of the end of its log (none for the check :meth:`save` starts with, see there)."""
         session_id = self.session_id(conversation_id)
+        saving = _SAVING.get()
+        if saving is not None and saving[0] == conversation_id:
+            _SAVING.set(None)  # the save's own check, once
+            known = self._heads.get(session_id)
+            if (
+                known is not None
+                and known.record is not None
+                and known.record.revision == saving[1]
+                and self._store.supports("conditional")
+            ):
+                return known.record
         head = await self._execute(head_program(session_id), ("read",))
         self._remember(session_id, head)
         return head.record
+
+    async def save(
+        self, conversation: Conversation | AgentRunResult[Any], *, scope: str | None = None
+    ) -> list[ConversationEntry]:
+        """Pydantic AI's ``ConversationStore.save``, with one store read fewer: the record
+        check it starts with takes the record this object last read or wrote of the
+        conversation, when that has the revision the conversation expects and the store
+        has the ``conditional`` capability. The write then appends only right after that
+        record, so a save that lost a race with another writer still fails with
+        ``ConversationConflict`` and stores nothing, as the base class's does."""
+        state = (
+            conversation.conversation if isinstance(conversation, AgentRunResult) else conversation
+        )
+        token = None
+        if state.revision is not None:
+            token = _SAVING.set((state.conversation_id, state.revision))
+        try:
+            return await super().save(conversation, scope=scope)
+        finally:
+            if token is not None:
+                _SAVING.reset(token)
 
     async def read_records(
         self, *, scope: str | None = None, limit: int | None = None

@@ -13,9 +13,12 @@ Where a Strands session lives (``<s>``, ``<a>``, ``<m>``: the ids percent-encode
 ``strands:<s>/multi:<m>``       a multi-agent state, one record per update
 ==============================  ==========================================================
 
-State records are chatkeep messages of role ``strands`` with no contents, the Strands object
-under ``additional_properties["strands"]`` (through chatkeep's codec: bytes, datetimes and
-nested JSON come back exactly), so every chatkeep tool reads every session.
+The session, agent and multi-agent records are the core's ``chatkeep.state`` control
+records (owner ``"strands"``, the Strands object under ``state[<kind>]``, its values tagged
+by :func:`chatkeep.core.codec.pack_value`, so NaN, bytes and tag-keyed dicts come back
+exactly): views skip them, so no chatkeep reader mistakes them for messages. Sessions
+written before, whose state records were messages of role ``strands`` with the object under
+``additional_properties["strands"]``, are still read.
 """
 
 from __future__ import annotations
@@ -32,13 +35,16 @@ from chatkeep.core import (
     AppendConflict,
     EditOutOfRange,
     Message,
+    Record,
     Store,
     encode_records,
     new_id,
 )
 from chatkeep.core.adapters import adapter_store, id_component, session_lock
+from chatkeep.core.codec import MARKER, pack_value, parse_json, unpack_value
 from chatkeep.core.metadata import RunningCount, read_view_counted, running_count, utc_stamp
 from chatkeep.core.views import delete_session, edit_replace, list_conversations, read_view
+from chatkeep.core.views._control import STATE, control_record, is_control_data
 
 from .messages import STRANDS_KEY, from_session_message, to_session_message
 
@@ -55,9 +61,13 @@ __all__ = [
 
 #: Every Strands session id starts with this.
 PREFIX = "strands:"
-_STATE_ROLE = "strands"
+#: The ``owner`` of this adapter's ``chatkeep.state`` records.
+OWNER = "strands"
+_MARKER_BYTES = f'"{MARKER}"'.encode()
 # Windows read from the end of a conversation while looking for a message id.
 _FIRST_WINDOW = 8
+# The most agents whose last state record a repository remembers.
+_AGENTS_KEPT = 4096
 
 
 def _component(value: str) -> str:
@@ -77,11 +87,33 @@ def agent_key(session_id: str, agent_id: str) -> str:
     return f"{session_key(session_id)}agent:{_component(agent_id)}"
 
 
-def _state(kind: str, data: dict[str, Any]) -> Message:
-    return Message(_STATE_ROLE, [], None, new_id(), {STRANDS_KEY: {kind: data}})
+def _state(kind: str, data: dict[str, Any]) -> Record:
+    """A ``chatkeep.state`` record of this adapter holding the Strands object ``data``."""
+    return control_record(STATE, owner=OWNER, state={kind: pack_value(data)})
+
+
+class _Legacy(Exception):
+    """The record is a state record of the old form (a message of role ``strands``)."""
+
+
+def _state_of_record(record: Record, kind: str) -> dict[str, Any] | None:
+    """The Strands object of ``kind`` a ``chatkeep.state`` record of this adapter holds;
+    ``None`` for any other control record. Raises :class:`_Legacy` for a message record
+    (how state was stored before: read it through the view)."""
+    if not is_control_data(record.data):
+        raise _Legacy
+    raw = parse_json(record.data)
+    if type(raw) is not dict or raw.get("type") != STATE or raw.get("owner") != OWNER:
+        return None
+    state = raw.get("state")
+    value = state.get(kind) if type(state) is dict else None
+    if value is not None and _MARKER_BYTES in record.data:
+        value = unpack_value(value)
+    return value if type(value) is dict else None
 
 
 def _state_of(message: Message, kind: str) -> dict[str, Any] | None:
+    """The Strands object of ``kind`` an old-form state message holds."""
     kept = message.additional_properties.get(STRANDS_KEY)
     value = kept.get(kind) if isinstance(kept, dict) else None
     return value if isinstance(value, dict) else None
@@ -109,6 +141,9 @@ class ChatkeepSessionRepository(SessionRepository):
         # Per conversation: (the last Strands message id appended, the running count after
         # it), as this process last wrote or read them; checked against the log on use.
         self._tails: dict[str, tuple[int, RunningCount | None]] = {}
+        # Per agent state log: (the id of the last record this process read or wrote, the
+        # agent's created_at), so an update whose log still ends there decodes nothing.
+        self._agents: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -128,18 +163,31 @@ class ChatkeepSessionRepository(SessionRepository):
     # -- records of state (session, agent, multi-agent) ------------------------------------
 
     def _append_state(self, key: str, kind: str, data: dict[str, Any]) -> None:
-        self._store.append(key, encode_records([_state(kind, data)], stored_at=utc_stamp()))
+        self._store.append(key, [_state(kind, data)])
+
+    def _state_at(self, key: str, kind: str, start: int) -> dict[str, Any] | None:
+        """The object of ``kind`` in the record at ``start`` (``0``: first, ``-1``: last)
+        of a state log: one read of one record."""
+        records = self._store.read(key, start, start + 1 or None)
+        return self._state_in(key, kind, records[0]) if records else None
+
+    def _state_in(self, key: str, kind: str, record: Record) -> dict[str, Any] | None:
+        """The object of ``kind`` in ``record``, the only or the last record of a log."""
+        try:
+            return _state_of_record(record, kind)
+        except _Legacy:  # written before state records were chatkeep.state records
+            last = read_view(self._store, key, limit=1)
+            return _state_of(last[0], kind) if last else None
 
     def _last_state(self, key: str, kind: str) -> dict[str, Any] | None:
-        last = read_view(self._store, key, limit=1)
-        return _state_of(last[0], kind) if last else None
+        return self._state_at(key, kind, -1)
 
     # -- sessions ----------------------------------------------------------------------------
 
     def create_session(self, session: Session, **kwargs: Any) -> Session:
         """Store a new session; ``SessionException`` if it exists already."""
         key = session_key(session.session_id)
-        record = encode_records([_state("session", session.to_dict())], stored_at=utc_stamp())
+        record = [_state("session", session.to_dict())]
         if self._store.supports("conditional"):
             try:
                 self._store.append_if(key, record, after=None)
@@ -153,8 +201,7 @@ class ChatkeepSessionRepository(SessionRepository):
 
     def read_session(self, session_id: str, **kwargs: Any) -> Session | None:
         """The session, or ``None``."""
-        first = read_view(self._store, session_key(session_id), limit=1)
-        data = _state_of(first[0], "session") if first else None
+        data = self._state_at(session_key(session_id), "session", 0)
         if data is None:
             return None
         session = Session.from_dict(data)
@@ -175,8 +222,10 @@ class ChatkeepSessionRepository(SessionRepository):
 
     def create_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
         """Store a new agent of the session."""
-        key = agent_key(session_id, session_agent.agent_id)
-        self._append_state(key + "/state", "agent", session_agent.to_dict())
+        key = agent_key(session_id, session_agent.agent_id) + "/state"
+        record = _state("agent", session_agent.to_dict())
+        self._store.append(key, [record])
+        self._created(key, record.id, session_agent.created_at)
 
     def read_agent(self, session_id: str, agent_id: str, **kwargs: Any) -> SessionAgent | None:
         """The agent (its latest update), or ``None``: one read of one record."""
@@ -186,14 +235,22 @@ class ChatkeepSessionRepository(SessionRepository):
     def update_agent(self, session_id: str, session_agent: SessionAgent, **kwargs: Any) -> None:
         """Store the agent's new state (its ``created_at`` kept); ``SessionException`` if
         the agent does not exist."""
-        previous = self.read_agent(session_id, session_agent.agent_id)
-        if previous is None:
-            raise SessionException(
-                f"Agent {session_agent.agent_id} in session {session_id} does not exist"
-            )
-        session_agent.created_at = previous.created_at
-        key = agent_key(session_id, session_agent.agent_id)
-        self._append_state(key + "/state", "agent", session_agent.to_dict())
+        key = agent_key(session_id, session_agent.agent_id) + "/state"
+        last = self._store.read(key, -1)
+        kept = self._agents.get(key)
+        if last and kept is not None and kept[0] == last[0].id:
+            created = kept[1]  # the log still ends with the record this object knows
+        else:
+            data = self._state_in(key, "agent", last[0]) if last else None
+            if data is None:
+                raise SessionException(
+                    f"Agent {session_agent.agent_id} in session {session_id} does not exist"
+                )
+            created = SessionAgent.from_dict(data).created_at
+        session_agent.created_at = created
+        record = _state("agent", session_agent.to_dict())
+        self._store.append(key, [record])
+        self._created(key, record.id, created)
 
     # -- messages ----------------------------------------------------------------------------
 
@@ -291,6 +348,11 @@ class ChatkeepSessionRepository(SessionRepository):
         self.create_multi_agent(session_id, multi_agent)
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _created(self, key: str, record_id: str, created_at: str) -> None:
+        if len(self._agents) >= _AGENTS_KEPT:
+            self._agents.clear()
+        self._agents[key] = (record_id, created_at)
 
     def _tail(self, key: str) -> tuple[int, RunningCount | None]:
         """(the last message id, the running count) of a conversation: what this process

@@ -9,8 +9,8 @@ service calls :func:`~chatkeep.testing.services.service_unavailable` (skip, or f
     with ExitStack() as cleanup:
         url = postgres_store_url(cleanup)        # postgresql://...?schema=ck_test_...
         url = redis_store_url(cleanup)           # redis://...?namespace=ck-test-...
-        url = s3_store_url(cleanup)              # a moto server started here
-        url = azure_store_url(cleanup, workdir)  # Azurite on 10000, or one started here
+        url = s3_store_url(cleanup)              # a bucket on this process's moto server
+        url = azure_store_url(cleanup, workdir)  # Azurite on 10000, or this process's own
 
 A conftest gets ready-made fixtures (``sqlite_url``, ``postgres_url``, ``redis_url``,
 ``s3_url``, ``azure_url``, ``store_url`` and ``store`` parametrized over :data:`BACKENDS`,
@@ -20,11 +20,15 @@ A conftest gets ready-made fixtures (``sqlite_url``, ``postgres_url``, ``redis_u
 Servers: ``CHATKEEP_TEST_POSTGRES_URL`` / ``CHATKEEP_TEST_REDIS_URL`` or the standard local
 ports; S3 is a moto server on a free loopback port (``moto[server]``); Azure Blob is
 Azurite on port 10000 if it answers as the development account, else one started from
-``<repo>/.cache/azurite`` (installed there with npm on first use).
+``<repo>/.cache/azurite`` (installed there with npm on first use). A process starts at most
+one moto server and one Azurite, on first use, and stops them when it exits; each URL gets
+a bucket or container of its own on them (starting a server per test module cost seconds
+each).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import os
@@ -32,8 +36,10 @@ import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
@@ -135,6 +141,31 @@ def moto_credentials() -> dict[str, str]:
     return dict(_MOTO_CREDENTIALS)
 
 
+_SERVERS: dict[tuple[str, int], str] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def _process_server(kind: str, start: Callable[[], str]) -> str:
+    """The endpoint of this process's server of ``kind``, started by ``start`` on first use
+    (which registers its own stop at exit). Keyed by process id: a forked child starts its
+    own."""
+    key = (kind, os.getpid())
+    with _SERVERS_LOCK:
+        if key not in _SERVERS:
+            _SERVERS[key] = start()
+        return _SERVERS[key]
+
+
+def _start_moto() -> str:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    atexit.register(server.stop)
+    host, port = server.get_host_and_port()
+    return f"http://{host}:{port}"
+
+
 def s3_store_url(cleanup: ExitStack) -> str:
     """An ``s3://`` store URL on a moto server started here (stopped by ``cleanup``), or
     under a fresh prefix of ``CHATKEEP_TEST_S3_URL``."""
@@ -144,12 +175,10 @@ def s3_store_url(cleanup: ExitStack) -> str:
         return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/t-{_token()}"))
     try:
         import boto3  # type: ignore[import-untyped]
-        from moto.server import ThreadedMotoServer
+        from moto.server import ThreadedMotoServer  # noqa: F401 (checked here, used below)
     except ImportError as exc:
         service_unavailable(f"moto[server] is needed for the S3 tests ({exc})")
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    cleanup.callback(server.stop)
+    endpoint = _process_server("moto", _start_moto)
     saved = {name: os.environ.get(name) for name in _MOTO_CREDENTIALS}
     os.environ.update(_MOTO_CREDENTIALS)
 
@@ -161,8 +190,6 @@ def s3_store_url(cleanup: ExitStack) -> str:
                 os.environ[name] = value
 
     cleanup.callback(restore)
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
     bucket = f"chatkeep-{_token()}"
     boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=bucket)
     return f"s3://{bucket}/t?{urlencode({'endpoint_url': endpoint, 'region': 'us-east-1'})}"
@@ -227,8 +254,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _start_azurite(cleanup: ExitStack, workdir: Path, repo: Path) -> str:
+def _start_azurite(repo: Path) -> str:
+    """Start this process's Azurite (data in a temporary folder; both go at exit)."""
     binary = _azurite_binary(repo)
+    workdir = Path(tempfile.mkdtemp(prefix="chatkeep-azurite-"))
     port = _free_port()
     command = [
         str(binary), "--blobHost", "127.0.0.1", "--blobPort", str(port),
@@ -245,7 +274,8 @@ def _start_azurite(cleanup: ExitStack, workdir: Path, repo: Path) -> str:
             process.kill()
             process.wait(10)
 
-    cleanup.callback(stop)
+    atexit.register(shutil.rmtree, workdir, ignore_errors=True)
+    atexit.register(stop)  # runs first: the data folder goes once Azurite has stopped
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and process.poll() is None:
         if _listening(port):
@@ -253,13 +283,16 @@ def _start_azurite(cleanup: ExitStack, workdir: Path, repo: Path) -> str:
         time.sleep(0.1)
     if process.poll() is not None:
         raise RuntimeError(f"Azurite ({binary}) exited at start with status {process.returncode}")
+    stop()
     raise RuntimeError("Azurite did not start within 60 s")
 
 
 def azure_store_url(cleanup: ExitStack, workdir: Path, repo: Path | None = None) -> str:
     """An ``azblob://`` store URL on a container of its own, on Azurite (the one on port
-    10000, else one started in ``workdir``), or under ``CHATKEEP_TEST_AZURE_BLOB_URL``
-    (an ``azblob://`` URL)."""
+    10000, else this process's own, started on first use), or under
+    ``CHATKEEP_TEST_AZURE_BLOB_URL`` (an ``azblob://`` URL). ``cleanup`` and ``workdir`` are
+    kept for callers; the process's Azurite keeps its data in a temporary folder of its
+    own, removed at exit."""
     configured = os.environ.get("CHATKEEP_TEST_AZURE_BLOB_URL")
     if configured and configured.startswith("azblob://"):
         parts = urlsplit(configured)
@@ -269,7 +302,8 @@ def azure_store_url(cleanup: ExitStack, workdir: Path, repo: Path | None = None)
         if _listening(10000) and _dev_account_answers(standard):
             endpoint = standard
         else:
-            endpoint = _start_azurite(cleanup, workdir, repo or Path.cwd())
+            checkout = repo or Path.cwd()
+            endpoint = _process_server("azurite", lambda: _start_azurite(checkout))
     except Exception as exc:
         service_unavailable(f"no Azure Blob service for the tests: {exc}")
     options = {"connection_string": _connection_string(endpoint), "api_version": "2021-12-02"}

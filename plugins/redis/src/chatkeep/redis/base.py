@@ -15,10 +15,13 @@ from .layout import Layout, decode_member, digest, element_body, encode_session_
 from .plugin import CAPABILITIES, CLUSTER_CAPABILITIES
 from .retrying import RetryPolicy
 
-__all__ = ["KEYS_PER_CALL", "RECENT_BUDGET", "RedisBase"]
+__all__ = ["BACKFILL_SCAN_COUNT", "KEYS_PER_CALL", "RECENT_BUDGET", "RedisBase"]
 
 #: How many per-slot indexes of a cluster node one listing call walks at most.
 KEYS_PER_CALL = 256
+#: SCAN's COUNT for the one-time search for 0.1-era sessions (at least ``scan_count``): a
+#: few milliseconds of server time per call, so a database of 100,000 keys takes ten.
+BACKFILL_SCAN_COUNT = 10_000
 #: How many members of the last-append index one ``recent_sessions`` script call examines
 #: at most (a narrow prefix makes the store call again rather than block the server).
 RECENT_BUDGET = 2000
@@ -200,14 +203,27 @@ class RedisBase:
         return groups
 
     def _backfill_commands(self, keys: list[bytes]) -> list[list[Any]]:
-        """ZADD commands that put the sessions of SCANned log ``keys`` into their indexes."""
+        """ZADD commands that put the sessions of SCANned log ``keys`` (of any namespace
+        under the key prefix) into their namespaces' indexes."""
         members: dict[bytes, list[bytes | int]] = {}
+        layouts: dict[str, Layout] = {}
         for key in keys:
-            session_id = self._layout.session_of(key)
+            namespace = self._layout.namespace_of(key)
+            if namespace is None:
+                continue
+            layout = layouts.get(namespace)
+            if layout is None:
+                layout = Layout(self.key_prefix, namespace or None, cluster=self.is_cluster)
+                layouts[namespace] = layout
+            session_id = layout.session_of(key)
             if session_id is not None:
-                _, _, _, index, member = self._layout.binary_keys(session_id)
-                members.setdefault(index, []).extend((0, member))
+                member = encode_session_id(session_id)
+                members.setdefault(layout.index_key_for(member), []).extend((0, member.encode()))
         return [["ZADD", index, *scores] for index, scores in members.items()]
+
+    def _indexed_markers(self) -> list[bytes]:
+        """The keys either of which says this namespace's 0.1-era sessions are indexed."""
+        return [self._layout.indexed_marker(), self._layout.every_namespace_marker()]
 
     @staticmethod
     def _read_page(reply: list[bytes]) -> tuple[list[str], int, bytes]:

@@ -112,9 +112,10 @@ class Layout:
     'app:acme/eu{s}:log'
     """
 
-    __slots__ = ("_binary_keys", "cluster", "prefix")
+    __slots__ = ("_binary_keys", "cluster", "key_prefix", "prefix")
 
     def __init__(self, key_prefix: str, namespace: str | None, *, cluster: bool = False) -> None:
+        self.key_prefix = key_prefix
         self.prefix = key_prefix + (namespace or "")
         self.cluster = cluster
         # Sessions are used turn after turn: remember their key names.
@@ -168,6 +169,28 @@ class Layout:
         """A key that exists once the namespace's 0.1-era sessions were added to the index."""
         tag = slot_tags()[0] if self.cluster else ""
         return (self.prefix + "{" + tag + "}:indexed").encode()
+
+    def every_namespace_marker(self) -> bytes:
+        """A key that exists once the 0.1-era sessions of *every* namespace under the key
+        prefix were added to their indexes (one SCAN for them all, so a namespace's first
+        listing need not SCAN again). No namespace holds a key named ``{}:...`` of its
+        own but the default one, whose markers are named otherwise."""
+        return (self.key_prefix + "{}:indexed-every-namespace").encode()
+
+    def every_namespace_scan_pattern(self) -> str:
+        """The SCAN MATCH pattern of every log key under the key prefix, in any namespace."""
+        return _escape_glob(self.key_prefix) + "*{*" + _LOG_SUFFIX
+
+    def namespace_of(self, log_key: bytes) -> str | None:
+        """The namespace part of a log key under the key prefix (``""``: the default one),
+        or ``None`` if the key is not under it (namespaces never contain ``{``)."""
+        head = self.key_prefix.encode()
+        if not log_key.startswith(head) or b"{" not in log_key[len(head) :]:
+            return None
+        try:
+            return log_key[len(head) :].split(b"{", 1)[0].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
 
     def key_stem(self) -> bytes:
         """What every session key of this store starts with (before the encoded id)."""

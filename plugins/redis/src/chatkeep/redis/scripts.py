@@ -40,14 +40,23 @@ local function head(position)  -- format byte 2, then the position as 8 bytes bi
   return string.char(2, unpack(bytes))
 end
 local ids, digests, bodies = {}, {}, {}
--- Only sessions written by chatkeep-redis 0.1 have a legacy id set: one EXISTS, not one
--- SISMEMBER per record. The stored digests come in one HMGET per 1000 records.
-local legacy = redis.call('EXISTS', KEYS[3]) == 1
+-- Only sessions written by chatkeep-redis 0.1 have a legacy id set. A field no record id
+-- can name (ids hold no NUL) in the digests hash says a session was found without one, so
+-- its appends skip the EXISTS: it comes back with the first page of stored digests (one
+-- HMGET per 1000 records) and is written with the new digests.
+local checked = string.char(0) .. 'no-legacy-ids'
+local legacy, unmarked = nil, false
 for first = 5, #ARGV, 3000 do
   local asked = {}
   for i = first, math.min(first + 2999, #ARGV), 3 do asked[#asked + 1] = ARGV[i] end
+  local probe = legacy == nil
+  if probe then asked[#asked + 1] = checked end
   local found = redis.call('HMGET', KEYS[2], unpack(asked))
-  for k = 1, #asked do
+  if probe then
+    unmarked = not found[#asked]
+    legacy = unmarked and redis.call('EXISTS', KEYS[3]) == 1
+  end
+  for k = 1, #asked - (probe and 1 or 0) do
     local i = first + 3 * (k - 1)
     local id, digest, stored = ARGV[i], ARGV[i + 1], found[k]
     if stored then
@@ -85,13 +94,18 @@ for first = 1, count, 1000 do
   local last = math.min(first + 999, count)
   redis.call('RPUSH', KEYS[1], unpack(elements, first, last))
   local pairs = {}
+  if first == 1 and unmarked and not legacy then
+    pairs[1], pairs[2] = checked, '1'
+  end
   for j = first, last do
     pairs[#pairs + 1] = ids[j]
     pairs[#pairs + 1] = digests[j]
   end
   redis.call('HSET', KEYS[2], unpack(pairs))
 end
-redis.call('ZADD', KEYS[4], 0, ARGV[4])
+-- A session with records is in the index already (delete and the listing's clean-up of an
+-- expired log remove both); a legacy one may predate the index: add it.
+if length == 0 or legacy then redis.call('ZADD', KEYS[4], 0, ARGV[4]) end
 if KEYS[5] then
   local now = redis.call('TIME')
   redis.call('ZADD', KEYS[5], now[1] .. '.' .. string.format('%06d', tonumber(now[2])), ARGV[4])

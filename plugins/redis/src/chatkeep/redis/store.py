@@ -27,7 +27,7 @@ from typing import Any
 from chatkeep.core.backend import InvalidOption, Record
 from redis.exceptions import NoScriptError
 
-from .base import RedisBase
+from .base import BACKFILL_SCAN_COUNT, RedisBase
 from .clients import SyncClient, connect_sync
 from .config import DEFAULT_URL, Settings
 from .layout import BadElement, corrupt_record, decode_records, lrange_bounds, prefix_range
@@ -258,26 +258,31 @@ class RedisStore(RedisBase):
             return
         policy = self._policy
         client = policy.run("list_sessions", self._sync_client)
-        marker = self._layout.indexed_marker()
-        if policy.run("list_sessions", lambda: client.exists(marker)):
+        markers = self._indexed_markers()
+        if self.is_cluster:  # the two markers live on different slots
+            found = any(policy.run("list_sessions", partial(client.exists, m)) for m in markers)
+        else:
+            found = bool(policy.run("list_sessions", lambda: client.exists(*markers)))
+        if found:
             self._indexed = True
             return
         nodes: list[Any] = (
             policy.run("list_sessions", client.get_primaries) if self.is_cluster else [None]
         )
-        pattern = self._layout.scan_pattern()
+        pattern = self._layout.every_namespace_scan_pattern()
+        count = max(BACKFILL_SCAN_COUNT, self._settings.scan_count)
         for node in nodes:
             cursor = 0
             while True:
                 cursor, keys = policy.run(
-                    "list_sessions",
-                    _ScanPage(client, node, cursor, pattern, self._settings.scan_count),
+                    "list_sessions", _ScanPage(client, node, cursor, pattern, count)
                 )
                 for command in self._backfill_commands(keys):
                     policy.run("list_sessions", partial(client.execute_command, *command))
                 if cursor == 0:
                     break
-        policy.run("list_sessions", lambda: client.set(marker, b"1"))
+        for marker in markers:
+            policy.run("list_sessions", partial(client.set, marker, b"1"))
         self._indexed = True
 
     def close(self) -> None:

@@ -32,7 +32,7 @@ from chatkeep.core.backend import Record
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 
-from .base import RedisBase
+from .base import BACKFILL_SCAN_COUNT, RedisBase
 from .clients import AsyncClient, connect_async
 from .layout import BadElement, corrupt_record, decode_records, lrange_bounds, prefix_range
 from .scripts import APPEND, DELETE, LIST_PAGE, RECENT_BACKFILL, RECENT_PAGE, Script
@@ -265,8 +265,20 @@ class AsyncRedisStore(RedisBase):
         namespace: a SCAN of the database, then a marker key."""
         if getattr(self, "_indexed", False):
             return
-        marker = self._layout.indexed_marker()
-        if await self._policy.arun("list_sessions", lambda: self._command("EXISTS", marker)):
+        markers = self._indexed_markers()
+        if self.is_cluster:  # the two markers live on different slots
+            found = False
+            for marker in markers:
+                found = found or bool(
+                    await self._policy.arun(
+                        "list_sessions", partial(self._command, "EXISTS", marker)
+                    )
+                )
+        else:
+            found = bool(
+                await self._policy.arun("list_sessions", partial(self._command, "EXISTS", *markers))
+            )
+        if found:
             self._indexed = True
             return
         handle = self._handle()
@@ -278,17 +290,19 @@ class AsyncRedisStore(RedisBase):
                 return list(handle.client.get_primaries())
 
             nodes = await self._policy.arun("list_sessions", primaries)
-        pattern = self._layout.scan_pattern()
+        pattern = self._layout.every_namespace_scan_pattern()
+        count = max(BACKFILL_SCAN_COUNT, self._settings.scan_count)
         for node in nodes:
             cursor = 0
             while True:
-                page = _AsyncScanPage(handle, node, cursor, pattern, self._settings.scan_count)
+                page = _AsyncScanPage(handle, node, cursor, pattern, count)
                 cursor, keys = await self._policy.arun("list_sessions", page)
                 for command in self._backfill_commands(keys):
                     await self._policy.arun("list_sessions", partial(self._command, *command))
                 if cursor == 0:
                     break
-        await self._policy.arun("list_sessions", lambda: self._command("SET", marker, b"1"))
+        for marker in markers:
+            await self._policy.arun("list_sessions", partial(self._command, "SET", marker, b"1"))
         self._indexed = True
 
     async def close(self) -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "READ_POSITIONS_SQL",
     "READ_SQL",
     "RECENT_SQL",
+    "RESERVE_POSITIONS",
     "SELECT_EXPIRED",
     "SELECT_LAST_RECORDS",
     "SELECT_RECORD_ID",
@@ -109,6 +110,13 @@ INSERT_SESSION = (
 UPDATE_SESSION = (
     f"UPDATE {SESSIONS_TABLE} SET length = ?, expires_at = ?, "  # noqa: S608
     "updated_at = coalesce(?, updated_at) WHERE id = ?"
+)
+#: The common append's first statement: reserve ``?1`` positions of a live session (its row
+#: locked by the transaction) and return its row id and new length. No row: the session is
+#: new, or expired and not purged yet (the slow path decides).
+RESERVE_POSITIONS = (
+    f"UPDATE {SESSIONS_TABLE} SET length = length + ?1, expires_at = ?2, updated_at = ?3 "  # noqa: S608
+    "WHERE session_id = ?4 AND (expires_at IS NULL OR expires_at > ?3) RETURNING id, length"
 )
 DELETE_SESSION = f"DELETE FROM {SESSIONS_TABLE} WHERE id = ?"  # noqa: S608
 INSERT_RECORD = (

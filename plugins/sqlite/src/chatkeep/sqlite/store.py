@@ -62,6 +62,7 @@ from .sql import INSERT_ROWS_MAX as _INSERT_ROWS_MAX
 from .sql import INSERT_SESSION as _INSERT_SESSION
 from .sql import LIST_SQL as _LIST_SQL
 from .sql import RECENT_SQL as _RECENT_SQL
+from .sql import RESERVE_POSITIONS as _RESERVE_POSITIONS
 from .sql import SELECT_EXPIRED as _SELECT_EXPIRED
 from .sql import SELECT_RECORD_ID as _SELECT_RECORD_ID
 from .sql import SELECT_SESSION as _SELECT_SESSION
@@ -861,6 +862,42 @@ def _salvage(connection: sqlite3.Connection) -> None:
 
 
 def _append(
+    connection: sqlite3.Connection,
+    session_id: str,
+    records: list[Record],
+    now: float,
+    expires_at: float | None,
+) -> None:
+    """The append of a turn's few records to a live session in two statements: reserve
+    their positions (the session's row, with its new length, time and expiry), then insert
+    them. Anything else (a new or expired session, a big batch, an id met before) takes
+    :func:`_append_checked`, which looks before it writes."""
+    count = len(records)
+    if count <= _INSERT_ROWS_MAX:
+        reserved = connection.execute(
+            _RESERVE_POSITIONS, (count, expires_at, now, session_id)
+        ).fetchall()
+        if reserved:
+            ((session, end),) = reserved
+            if end > MAX_RECORDS:
+                raise StoreFull(
+                    f"session {label(session_id)!r} would exceed {MAX_RECORDS:,} records"
+                )
+            base = (session << SEQ_BITS) + end - count
+            parameters: list[Any] = []
+            for offset, record in enumerate(records):
+                parameters += (base + offset, session, record.id, record.data)
+            if connection.execute(_INSERT_RECORDS[count], parameters).rowcount == count:
+                return
+            # An id stored already (a retry) or a stray row in the way: OR IGNORE left holes
+            # and the session row was moved on. Start over in a new transaction and look
+            # first (a retry that stores nothing must keep the session's time).
+            connection.execute("ROLLBACK")
+            connection.execute("BEGIN IMMEDIATE")
+    _append_checked(connection, session_id, records, now, expires_at)
+
+
+def _append_checked(
     connection: sqlite3.Connection,
     session_id: str,
     records: list[Record],
