@@ -51,6 +51,10 @@ def test_words_are_written_with_the_append_and_dropped_with_the_session(
             return [hit.session_id async for hit in asearch(store, "alesund")]
 
         assert asyncio.run(found()) == ["b"]
+        read_only = open_store(with_query(postgres_url, schema=fresh_schema, mode="ro"))
+        with read_only:
+            assert read_only.fulltext_ready()
+            assert [hit.session_id for hit in search(read_only, "oslo")] == ["a"]
         store.delete("a")
         assert _words(admin, fresh_schema) == 1
         assert list(search(store, "oslo")) == []

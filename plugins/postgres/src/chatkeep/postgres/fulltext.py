@@ -21,6 +21,8 @@ class FulltextHooks:
     _namespace: str
 
     if TYPE_CHECKING:
+        options: Any
+        _names: Any
         _ttl: Any
 
         def _run(
@@ -128,13 +130,30 @@ class FulltextHooks:
         name, params = found
         return [(row[0], row[1]) for row in await self._arun(Call("read", ""), name, params)]
 
+    def _exists_params(self) -> dict[str, str] | None:
+        """The catalog lookup of the backlog table, for a read-only handle (which never
+        migrates); ``None`` for a writable one (its schema is migrated when opened)."""
+        if not self.options.read_only:
+            return None
+        names = self._names
+        return {"schema": names.schema, "table": names.prefix + "fulltext_backlog"}
+
     def fulltext_pending(self) -> int:
-        """How many records of this namespace stored before the index are not indexed."""
+        """How many records of this namespace stored before the index are not indexed (1
+        for a read-only handle on a schema from before migration 5: not ready, a scan)."""
+        exists = self._exists_params()
+        if exists is not None and not self._run(Call("read", ""), "fulltext_exists", exists)[0][0]:
+            return 1
         rows = self._run(Call("read", ""), "fulltext_pending", {"namespace": self._namespace})
         return int(rows[0][0]) if rows else 0
 
     async def afulltext_pending(self) -> int:
         """Async :meth:`fulltext_pending`."""
+        exists = self._exists_params()
+        if exists is not None:
+            found = await self._arun(Call("read", ""), "fulltext_exists", exists)
+            if not found[0][0]:
+                return 1
         params = {"namespace": self._namespace}
         rows = await self._arun(Call("read", ""), "fulltext_pending", params)
         return int(rows[0][0]) if rows else 0

@@ -136,8 +136,16 @@ UPDATE {fulltext_backlog} AS b SET done = greatest(b.done, m.next)
  WHERE b.namespace = %(namespace)s AND b.session_id = m.session_id
 """
 
+# Whether migration 5 ran in this (schema, prefix): asked only by a read-only handle,
+# which never migrates (a search through it scans a schema without the index).
+_EXISTS = """
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables
+                WHERE schemaname = %(schema)s AND tablename = %(table)s)
+"""
+
 #: The statements :class:`FulltextHooks` runs, by name (fields of ``Queries``).
 FULLTEXT_QUERIES = (
+    "fulltext_exists",
     "fulltext_append",
     "fulltext_append_if",
     "fulltext_sessions_all",
@@ -153,6 +161,7 @@ def render_queries(names: Names, text: Callable[[sql.Composable], bytes]) -> dic
     mapping = names.mapping()
     upper = sql.SQL("AND s.session_id < %(upper)s")
     return {
+        "fulltext_exists": text(sql.SQL(_EXISTS)),
         "fulltext_append": text(sql.SQL(_APPEND).format(**mapping)),
         "fulltext_append_if": text(sql.SQL(_APPEND_IF).format(**mapping)),
         "fulltext_sessions_all": text(

@@ -498,6 +498,7 @@ class Queries:
     damage_truncated: bytes
     damage_missing: bytes
     storage_contains: bytes
+    fulltext_exists: bytes
     fulltext_append: bytes
     fulltext_append_if: bytes
     fulltext_sessions_all: bytes
