@@ -156,7 +156,14 @@ def elements(text: str) -> list[tuple[str, dict[str, str | None]]]:
 
 
 def test_hostile_content_is_escaped_everywhere(client: TestClient, corpus) -> None:
-    for path in ("/", f"/session?id={sid(corpus.hostile)}", f"/forks?id={sid(corpus.hostile)}"):
+    hostile_query = sid("<script>alert('q')</script> \"><img src=x onerror=alert(1)>")
+    for path in (
+        "/",
+        f"/session?id={sid(corpus.hostile)}",
+        f"/forks?id={sid(corpus.hostile)}",
+        f"/search?q={hostile_query}",
+        "/search?q=alert",
+    ):
         text = page(client, path)
         found = elements(text)
         scripts = [attrs.get("src") for tag, attrs in found if tag == "script"]
@@ -363,3 +370,29 @@ def test_a_store_that_cannot_list_offers_to_open_by_id(monkeypatch: pytest.Monke
         text = page(client, "/")
         assert "cannot list its sessions" in text and 'action="/session"' in text
         assert "hi" in page(client, "/session?id=s1")
+
+
+def test_search_highlights_snippets_that_link_to_the_message(client: TestClient, corpus) -> None:
+    text = page(client, "/search?q=oslo")
+    assert "<mark>Oslo</mark>" in text
+    links = [html.unescape(h) for h in re.findall(r'class="hit-link" href="([^"]*)"', text)]
+    assert links and all(link.startswith("/message?") for link in links)
+    response = client.get(links[-1], follow_redirects=False)
+    assert response.status_code == 303 and "#p-" in response.headers["location"]
+    assert "0 message(s)" in page(client, "/search?q=zanzibar")
+    hostile = page(client, "/search?q=script")
+    assert "<mark>script</mark>" in hostile
+    found = elements(hostile)
+    assert [attrs.get("src") for tag, attrs in found if tag == "script"] == ["/static/app.js"]
+    assert not [a for _, attrs in found for a in attrs if a.startswith("on")]
+
+
+def test_a_bad_search_query_is_a_one_line_error(client: TestClient, corpus) -> None:
+    for query in ("-oslo", '""', "-<b>x</b>"):
+        response = client.get(f"/search?q={sid(query)}")
+        assert response.status_code == 400
+        assert response.headers["content-security-policy"] == CSP
+        assert "has no word to look for" in response.text
+        assert "<b>" not in response.text
+    # an empty query shows the box and no search
+    assert "matching" not in page(client, "/search?q=")

@@ -303,3 +303,19 @@ CONTRAST = """() => {
   }
   return worst;
 }"""
+
+
+def test_search_from_the_sessions_page(watched: Watched, site) -> None:
+    server, corpus = site
+    page = watched.page
+    page.goto(server.base + "/")
+    page.get_by_label("Search messages").fill("stockholm")
+    page.get_by_label("Search messages").press("Enter")
+    page.wait_for_url(re.compile(r"/search\?q=stockholm"))
+    assert page.locator("mark").first.inner_text().lower() == "stockholm"
+    assert page.evaluate(CONTRAST)["ratio"] >= 4.5
+    shoot(page, "search", corpus.url)
+    page.locator("a.hit-link").first.click()
+    page.wait_for_url(re.compile(r"id=trip-fork"))
+    assert page.locator("li.message.target").inner_text().strip().endswith("And Stockholm?")
+    watched.silent()

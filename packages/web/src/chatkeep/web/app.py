@@ -39,6 +39,7 @@ from chatkeep.core import (
     DataContent,
     FunctionCallContent,
     FunctionResultContent,
+    InvalidOption,
     InvalidSessionId,
     Message,
     ReasoningContent,
@@ -65,6 +66,8 @@ __all__ = ["create_app"]
 _HERE = Path(__file__).parent
 #: Sessions per page of the sessions list.
 SESSIONS_PER_PAGE = 50
+#: At most this many hits on the search page.
+SEARCH_LIMIT = 50
 #: How many sessions' :class:`~chatkeep.web.conversation.Known` the app keeps.
 KNOWN_SESSIONS = 1024
 
@@ -100,6 +103,21 @@ def _content_kind(content: object) -> str:
     return "unknown"
 
 
+def _pieces(hit: Any) -> list[tuple[str, bool]]:
+    """A search hit's snippet as ``(text, highlighted)`` pieces (each escaped by the
+    template; the highlights become ``<mark>``)."""
+    snippet: str = hit.snippet
+    pieces: list[tuple[str, bool]] = []
+    last = 0
+    for start, stop in hit.highlights:
+        if start < last or stop > len(snippet) or start >= stop:
+            continue
+        pieces += [(snippet[last:start], False), (snippet[start:stop], True)]
+        last = stop
+    pieces.append((snippet[last:], False))
+    return [(text, marked) for text, marked in pieces if text]
+
+
 def _decode(item: object) -> Message | None:
     """A message held inside a control record (a checkpoint's, an edit's), or ``None``."""
     if not isinstance(item, dict):
@@ -128,6 +146,7 @@ def _environment() -> Environment:
         inline_media=INLINE_MEDIA,
         kinds_shown=KINDS_SHOWN,
         decode=_decode,
+        pieces=_pieces,
         redact=redact_text,
     )
     return env
@@ -243,6 +262,26 @@ class _Pages:
             at=at,
         )
 
+    async def search(self, request: Request) -> Response:
+        """``/search?q=QUERY``: the core's search (words, "phrases", -excluded) over the
+        store's conversations, newest first, at most :data:`SEARCH_LIMIT` hits, each with
+        its highlighted snippet and a link to the message."""
+        from chatkeep.core.search import asearch
+
+        query = (request.query_params.get("q") or "").strip()
+        hits: list[Any] = []
+        error = None
+        if query:
+            try:
+                async for hit in asearch(self.store, query, limit=SEARCH_LIMIT):
+                    hits.append(hit)
+            except InvalidOption as problem:
+                error = redact_text(str(problem))
+        status = 400 if error else 200
+        return self._html(
+            "search.html", status, query=query, hits=hits, error=error, limit=SEARCH_LIMIT
+        )
+
     async def message(self, request: Request) -> Response:
         """A message's permalink by id: redirects to the page of the log (the session's
         own, or the fork ancestor's that holds it) showing it, focused."""
@@ -337,6 +376,7 @@ def create_app(store: Store, *, store_shown: str = "", token: str | None = None,
             Route("/media", pages.media),
             Route("/forks", pages.forks),
             Route("/message", pages.message),
+            Route("/search", pages.search),
             Route("/favicon.ico", lambda _request: Response(status_code=204)),
             Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
         ],
