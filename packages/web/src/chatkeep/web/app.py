@@ -9,6 +9,8 @@
 
 Routes (all ``GET``): ``/`` the sessions, newest first (``?before=`` the keyset cursor,
 ``?prefix=``); ``/session?id=ID`` a conversation, paged from its end (``&before=POSITION``);
+``/search?q=QUERY`` the messages matching a search (the core's
+:mod:`~chatkeep.core.search`), each a highlighted snippet linking to its permalink;
 ``/message?id=ID&m=MESSAGE_ID`` a message's permalink (a redirect to the page
 showing it, in the session or the fork ancestor holding it); ``/session.jsonl?id=ID`` its
 download in the export format; ``/media?id=ID&p=POSITION&c=N``
@@ -50,6 +52,7 @@ from chatkeep.core import (
     UriContent,
     message_from_dict,
 )
+from chatkeep.core.search import SearchHit, asearch
 from chatkeep.core.transfer import export_jsonl
 from chatkeep.core.urls import redact_text
 from chatkeep.core.views import alist_forks, decode_log
@@ -103,10 +106,10 @@ def _content_kind(content: object) -> str:
     return "unknown"
 
 
-def _pieces(hit: Any) -> list[tuple[str, bool]]:
+def _pieces(hit: SearchHit) -> list[tuple[str, bool]]:
     """A search hit's snippet as ``(text, highlighted)`` pieces (each escaped by the
     template; the highlights become ``<mark>``)."""
-    snippet: str = hit.snippet
+    snippet = hit.snippet
     pieces: list[tuple[str, bool]] = []
     last = 0
     for start, stop in hit.highlights:
@@ -266,10 +269,8 @@ class _Pages:
         """``/search?q=QUERY``: the core's search (words, "phrases", -excluded) over the
         store's conversations, newest first, at most :data:`SEARCH_LIMIT` hits, each with
         its highlighted snippet and a link to the message."""
-        from chatkeep.core.search import asearch
-
         query = (request.query_params.get("q") or "").strip()
-        hits: list[Any] = []
+        hits: list[SearchHit] = []
         error = None
         if query:
             try:
