@@ -178,6 +178,7 @@ def test_long_session_pages_from_the_end(watched: Watched, site) -> None:
     assert messages.count() == PAGE_SIZE
     assert messages.last.inner_text().strip().endswith(f"long message {last}")
     page.get_by_role("link", name="Earlier records").click()
+    page.wait_for_url(re.compile(r"before="))
     newest = page.locator("li.message").last.inner_text().strip()
     assert newest.endswith(f"long message {last - PAGE_SIZE}")
     shoot(page, "long-earlier", corpus.url)
