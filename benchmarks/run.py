@@ -211,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
         from chatkeep_bench.edit_frameworks import main as frameworks_main
 
         return frameworks_main(argv[1:], argv[0])
+    if argv[:1] == ["default-path"]:  # issue 29's rows: chatkeep_bench/default_path.py
+        from chatkeep_bench.default_path import main as default_path_main
+
+        return default_path_main(argv[1:])
     if argv[:1] == ["langgraph"]:  # LangGraph checkpointers: chatkeep_bench/langgraph.py
         from chatkeep_bench.langgraph import main as langgraph_main
 

@@ -99,3 +99,18 @@ def test_a_streaming_client_yielding_something_else_is_refused() -> None:
 
     with pytest.raises(TypeError, match="yielded dict, not ChatResponseUpdate"):
         asyncio.run(collect())
+
+
+def test_the_offline_client_keeps_only_its_last_requests() -> None:
+    # Issue 30: every request holds the whole history, so keeping them all made a long
+    # `chatkeep chat` session grow without bound (18 GB after 5000 turns).
+    client = OfflineChatClient(keep_requests=3)
+    for n in range(10):
+        client.get_response([Message.user(f"turn {n}")])
+    assert [request[0].text for request in client.requests] == ["turn 7", "turn 8", "turn 9"]
+    assert len(client.tool_names) == 3
+    assert len(OfflineChatClient().requests) == 0 and OfflineChatClient().keep_requests == 32
+    keep_all = OfflineChatClient(keep_requests=None)
+    for n in range(40):
+        keep_all.get_response([Message.user(f"turn {n}")])
+    assert len(keep_all.requests) == 40

@@ -13,8 +13,7 @@ from chatkeep.core import ChatkeepError, errors
 def core_modules() -> list[str]:
     names = ["chatkeep.core"]
     for info in pkgutil.walk_packages(chatkeep.core.__path__, "chatkeep.core."):
-        if info.name != "chatkeep.core.vendors":  # a re-export shim of another distribution
-            names.append(info.name)
+        names.append(info.name)
     return names
 
 

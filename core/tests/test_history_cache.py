@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-import chatkeep.core.history as history_module
 from chatkeep.core import (
     AgentSession,
     FunctionCallContent,
@@ -222,7 +221,7 @@ def test_a_failed_model_call_keeps_the_cache_and_a_failed_save_drops_it(
         await provider.invoked(session, request, [], error=RuntimeError("model down"))
         backend.reads.clear()
         await _turn(provider, session, 3)
-        assert backend.reads[0][1] == -3  # still warm
+        assert backend.reads[0][1] == -1  # still warm: the last record, checked last turn
         # the store fails the next save: nothing cached from it
         request = [Message.user("lost")]
         await provider.invoking(session, request)
@@ -234,7 +233,7 @@ def test_a_failed_model_call_keeps_the_cache_and_a_failed_save_drops_it(
         with pytest.raises(StoreUnavailable):
             await provider.invoked(session, request, [Message.assistant("never stored")])
         inner.append = real_append
-        assert "chat_history.window" not in session._local
+        assert not session._local.get("chat_history.window")  # emptied
         backend.reads.clear()
         loaded = await provider.invoking(session, [])
         assert backend.reads[0][1] == -6  # cold again
@@ -323,23 +322,79 @@ def test_a_session_subclass_that_skips_the_base_init_still_works(
     asyncio.run(scenario())
 
 
-def test_a_view_longer_than_the_cache_limit_is_not_kept(
-    counting_store: MakeStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(history_module, "VIEW_CACHE_MAX", 5)
+def test_a_view_larger_than_cache_bytes_is_not_kept(counting_store: MakeStore) -> None:
     store, backend = counting_store()
-    provider = HistoryProvider(store)  # the whole view
+    provider = HistoryProvider(store, cache_bytes=1200)  # the whole view, ~1.2 KB at most
     session = AgentSession("s")
 
     async def scenario() -> None:
         await _turn(provider, session, 0)
         await _turn(provider, session, 1)
-        assert "chat_history.window" in session._local  # 4 messages: kept
-        await _turn(provider, session, 2)
-        assert "chat_history.window" not in session._local  # 6: not kept
+        cache = session._local["chat_history.window"]
+        assert len(cache) == 4 and 0 < cache.nbytes <= 1200  # kept
+        for n in range(2, 6):
+            await _turn(provider, session, n)
+        assert not session._local["chat_history.window"]  # over 1.2 KB: let go
         backend.reads.clear()
         loaded = await provider.invoking(session, [])
-        assert sum(n for *_, n in backend.reads) == 6  # the whole log read again
+        assert sum(n for *_, n in backend.reads) >= 12  # the whole log read again
         assert [m.untagged() for m in loaded] == read_view(store, "s")
+        with pytest.raises(ValueError, match="cache_bytes"):
+            HistoryProvider(store, cache_bytes=-1)
+
+    asyncio.run(scenario())
+
+
+def test_a_long_whole_view_is_kept_from_a_session_objects_second_load(
+    counting_store: MakeStore,
+) -> None:
+    store, backend = counting_store()
+    seed = HistoryProvider(store, cache_view=False)
+    for n in range(150):  # 300 messages: more than a first load copies into the cache
+        asyncio.run(_turn(seed, AgentSession("s"), n))
+    provider = HistoryProvider(store)
+    session = AgentSession("s")
+
+    async def scenario() -> None:
+        first = await _turn(provider, session, 150)  # a resumed session's one load
+        assert not session._local["chat_history.window"]  # nothing copied for it
+        assert [m.untagged() for m in first] == read_view(store, "s")[:-2]
+        await _turn(provider, session, 151)  # the second load keeps the view
+        backend.reads.clear()
+        loaded = await _turn(provider, session, 152)
+        assert backend.reads[0][1:] == (-3, None, 3)  # warm: a tail read
+        assert [m.untagged() for m in loaded] == read_view(store, "s")[:-2]
+
+    asyncio.run(scenario())
+
+
+def test_the_state_names_the_loaded_view_not_every_id(counting_store: MakeStore) -> None:
+    store, _backend = counting_store()
+    provider = HistoryProvider(store)
+    session = AgentSession("s")
+
+    async def scenario() -> None:
+        for n in range(3):
+            await _turn(provider, session, n)
+        history = await provider.invoking(session, [])
+        state = session.state.try_get("chat_history.loaded_ids")
+        assert state == {"through": read_view(store, "s")[-1].message_id}
+        # the loaded messages handed back untagged (as a framework may) are not stored again
+        again = [m.untagged() for m in history[-2:]]
+        await provider.invoked(session, again, [Message.assistant("new")])
+        assert [m.text for m in read_view(store, "s")][-3:] == ["q2", "a2", "new"]
+
+        # the session copied between load and save: the ids are read again, same result
+        history = await provider.invoking(session, [])
+        moved = AgentSession.from_dict(session.to_dict())
+        await provider.invoked(moved, [m.untagged() for m in history[-2:]], [])
+        assert [m.text for m in read_view(store, "s")][-1] == "new"
+
+        # state written by an older version: a list of ids
+        moved = AgentSession.from_dict(session.to_dict())
+        view = read_view(store, "s")
+        moved.state.set("chat_history.loaded_ids", [m.message_id for m in view])
+        await provider.invoked(moved, [view[-1]], [Message.assistant("newer")])
+        assert [m.text for m in read_view(store, "s")][-2:] == ["new", "newer"]
 
     asyncio.run(scenario())

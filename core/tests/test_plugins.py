@@ -92,9 +92,12 @@ def test_open_store_refuses_non_strings(bad: Any) -> None:
 @pytest.mark.parametrize(
     ("requested", "name", "hint"),
     [
-        ("memcached://localhost:11211", "memcached", "chatkeep[memcached]"),
         ("azure_blob", "azure_blob", "chatkeep[azure-blob]"),
+        ("azblob://container/prefix", "azblob", "chatkeep[azure-blob]"),
         ("redis", "redis", "chatkeep[redis]"),
+        ("rediss://host", "rediss", "chatkeep[redis]"),
+        ("postgresql://host/db", "postgresql", "chatkeep[postgres]"),
+        ("encrypted+sqlite:///chats.db", "encrypted+sqlite", "chatkeep[encrypted]"),
     ],
 )
 def test_unknown_backend_lists_installed_and_how_to_install(
@@ -109,6 +112,34 @@ def test_unknown_backend_lists_installed_and_how_to_install(
     message = str(error)
     assert "memory" in message
     assert f"pip install '{hint}'" in message
+
+
+def test_a_backend_chatkeep_does_not_ship_names_no_extra() -> None:
+    with pytest.raises(UnknownBackend) as info:
+        open_store("memcached://localhost:11211")
+    assert "pip install" not in str(info.value)
+    assert "third-party backend" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        ("chats.db", "sqlite:///chats.db"),
+        ("sqlite:/good.db", "sqlite:///good.db"),
+        ("redis:/oops", "redis://oops"),
+        ("postgress://host/db", "postgres://host/db"),
+    ],
+)
+def test_a_string_that_is_no_url_is_refused_with_what_it_probably_meant(
+    given: str, meant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "sqlite:/good.db" used to open the sqlite backend's default file instead.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UnknownBackend) as info:
+        open_store(given)
+    assert f"did you mean {meant!r}?" in str(info.value)
+    assert "chatkeep[chats.db]" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []
 
 
 # -- listing -------------------------------------------------------------------------------------

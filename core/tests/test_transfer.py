@@ -89,13 +89,13 @@ def test_the_export_has_a_versioned_header_one_line_per_record_and_an_end_line()
     store = open_store("memory://")
     store.append("s1", [Record("r1", b"\x00\xff"), Record("r2", b"hi")])
     text = exported(store)
-    assert text.isascii() and text.endswith("\n")
+    assert text.endswith("\n")
     header, *records, end = lines_of(text)
-    assert header["chatkeep"] == "export" and header["version"] == FORMAT_VERSION == 1
+    assert header["chatkeep"] == "export" and header["version"] == FORMAT_VERSION == 2
     assert header["backend"] == "memory" and header["created"].endswith("Z")
     assert records == [
         {"session": "s1", "n": 0, "id": "r1", "data": base64.b64encode(b"\x00\xff").decode()},
-        {"session": "s1", "n": 1, "id": "r2", "data": "aGk="},
+        {"session": "s1", "n": 1, "id": "r2", "text": "hi"},
     ]
     assert end == {"chatkeep": "end", "sessions": 1, "records": 2}
 
@@ -176,6 +176,63 @@ def test_a_session_that_is_another_one_gets_the_records_appended_after_its_own()
     assert stats.records_copied == 1
 
 
+# -- greppable exports (issue 30 item 9) ---------------------------------------------------
+
+
+def test_message_records_are_json_text_in_the_export_and_come_back_byte_exact() -> None:
+    source = filled()
+    message = Message.user('Zürich 🚆 and "quotes"\nnewline', message_id=new_id())
+    source.append("s", encode_records([message]))
+    text = exported(source)
+    assert "Zürich 🚆" in text  # greppable as typed, not base64 nor \u escapes
+    # Every message and control record the core wrote is JSON in the export.
+    records = [line for line in lines_of(text) if line.get("session") in ("chat", "s")]
+    assert records and all("json" in line for line in records)
+    assert any(line["json"].get("role") == "user" for line in records)  # jq-able
+    target = open_store("memory://")
+    import_jsonl(target, io.StringIO(text))
+    assert everything(target) == everything(source)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a": 1}',  # not the compact encoding
+        b'{"a":1e5}',  # a float written another way
+        b'{"a":1,"a":2}',  # a duplicate key
+        b'{"a":"\\u00fc"}',  # an escape the compact encoding would not write
+        b"[1,2]\n",
+        b"plain words, \xc3\xbc",
+        b"",
+        b"\xff\xfe not UTF-8",
+        b'{"a":NaN}',
+    ],
+)
+def test_every_record_comes_back_byte_exact_whatever_form_it_is_written_in(data: bytes) -> None:
+    source = open_store("memory://")
+    source.append("s", [Record("r", data)])
+    target = open_store("memory://")
+    import_jsonl(target, io.StringIO(exported(source)))
+    assert target.read("s") == [Record("r", data)]
+
+
+def test_a_record_id_that_is_not_utf8_is_written_in_ascii_and_imported() -> None:
+    source = open_store("memory://")
+    source.append("s", [Record("id \udfff", b'{"x":1}')])  # session ids refuse them
+    text = exported(source)
+    text.encode("utf-8")  # the file can be written as UTF-8
+    target = open_store("memory://")
+    import_jsonl(target, io.StringIO(text))
+    assert everything(target) == everything(source)
+
+
+def test_a_version_1_export_still_imports() -> None:
+    text = "\n".join([HEADER, *GOOD, end_line(1, 2)]) + "\n"
+    target = open_store("memory://")
+    import_jsonl(target, io.StringIO(text))
+    assert target.read("s") == [Record("a", b"1"), Record("b", b"2")]
+
+
 # -- malformed input: typed errors naming the line, nothing half-imported silently ------------
 
 
@@ -198,6 +255,10 @@ BAD_LINES = {
     "an array": "[1, 2]",
     "missing data": json.dumps({"session": "s", "n": 2, "id": "c"}),
     "an extra key": json.dumps({"session": "s", "n": 2, "id": "c", "data": "", "x": 1}),
+    "two payloads": json.dumps({"session": "s", "n": 2, "id": "c", "data": "", "text": ""}),
+    "text not a string": json.dumps({"session": "s", "n": 2, "id": "c", "text": 5}),
+    "json with NaN": '{"session": "s", "n": 2, "id": "c", "json": {"x": NaN}}',
+    "text with a lone surrogate": json.dumps({"session": "s", "n": 2, "id": "c", "text": "\ud800"}),
     "bad base64": json.dumps({"session": "s", "n": 2, "id": "c", "data": "!!!"}),
     "unpadded base64": json.dumps({"session": "s", "n": 2, "id": "c", "data": "YQ"}),
     "data not a string": json.dumps({"session": "s", "n": 2, "id": "c", "data": 5}),
@@ -230,7 +291,7 @@ def test_a_bad_record_line_names_its_line_and_stores_exactly_the_lines_before(na
 @pytest.mark.parametrize(
     ("header", "reason"),
     [
-        (json.dumps({"chatkeep": "export", "version": 2}), "version 2"),
+        (json.dumps({"chatkeep": "export", "version": 3}), "version 3"),
         (json.dumps({"chatkeep": "export", "version": "1"}), "not a number"),
         (json.dumps({"chatkeep": "export", "version": True}), "not a number"),
         (json.dumps({"chatkeep": "export"}), "not a number"),

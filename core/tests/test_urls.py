@@ -6,6 +6,7 @@ import pytest
 
 from chatkeep.core import Store, redact_url
 from chatkeep.core.memory import MemoryStore
+from chatkeep.core.urls import url_secrets
 
 SECRET = "s3cr3tValue"
 
@@ -28,6 +29,9 @@ def test_secret_is_hidden(url: str) -> None:
     assert SECRET not in shown
     assert "***" in shown
     assert repr(Store(MemoryStore(), url=url)).count(SECRET) == 0
+    # What the conformance suite scrubs from its output: the secret on its own too.
+    assert SECRET in url_secrets(url) or any(SECRET in s for s in url_secrets(url))
+    assert not any(s in shown for s in url_secrets(url))
 
 
 @pytest.mark.parametrize(
@@ -41,6 +45,14 @@ def test_secret_is_hidden(url: str) -> None:
 )
 def test_plain_urls_are_unchanged(url: str) -> None:
     assert redact_url(url) == url
+    assert url_secrets(url) == ()
+
+
+def test_url_secrets_lists_each_secret_as_written_and_decoded() -> None:
+    assert url_secrets("redis://:p%40ss@h/0?token=t0k&db=1") == ("p%40ss", "p@ss", "t0k")
+    conn = "azblob://c/p?conn=AccountKey%3Dk3y%3BAccountName%3Ddev"
+    assert "k3y" in url_secrets(conn)
+    assert url_secrets("s3://b/p?endpoint_url=http%3A%2F%2Fapp%3Ahunter2%40h") == ("hunter2",)
 
 
 def test_redact_url_hides_secrets_of_urls_nested_in_the_query() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from chatkeep.cli.main import main
-from chatkeep.core import open_store, read_view
+from chatkeep.core import Message, open_store, read_view
 from chatkeep.fake_model import FakeModelServer
 
 
@@ -351,3 +351,15 @@ def test_ctrl_c_during_a_reply_stores_nothing_of_the_turn(url: str) -> None:
     assert code == 130
     assert "interrupted: nothing of that turn was stored" in err.getvalue()
     assert store.read("s") == []
+
+
+def test_the_cli_offline_client_keeps_no_requests() -> None:
+    # Nothing reads them, and each one holds the whole history sent (issue 30 item 3;
+    # benchmarks/chat_memory.py measures a long session).
+    from chatkeep.cli.chat import build_client
+
+    client, protocol, _ = build_client()
+    assert protocol == "offline" and client.keep_requests == 0
+    for n in range(5):
+        client.get_response([Message.user(f"turn {n}")])
+    assert client.requests == []

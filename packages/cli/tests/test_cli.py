@@ -98,9 +98,12 @@ def test_completion_offers_commands_and_session_ids(
     [
         ("chats.db", "did you mean 'sqlite:///chats.db'?"),
         ("/var/lib/chats.db", "did you mean 'sqlite:////var/lib/chats.db'?"),
-        ("sqllite:///chats.db", "did you mean 'sqlite'?"),
-        ("postgress://localhost/db", "did you mean 'postgres'?"),
-        ("redis+clustr://h:7000", "did you mean 'redis+cluster'?"),
+        ("sqllite:///chats.db", "did you mean 'sqlite:///chats.db'?"),
+        ("postgress://localhost/db", "did you mean 'postgres://localhost/db'?"),
+        ("redis+clustr://h:7000", "did you mean 'redis+cluster://h:7000'?"),
+        ("sqlite:/chats.db", "did you mean 'sqlite:///chats.db'?"),
+        ("sqlite://chats.db", "did you mean 'sqlite:///chats.db'?"),
+        ("redis:/localhost", "did you mean 'redis://localhost'?"),
     ],
 )
 def test_urls_that_are_not_store_urls_get_a_suggestion(

@@ -4,7 +4,6 @@ missing store, a read-only or foreign SQLite file, a closed pipe, Ctrl-C, bad UR
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
@@ -249,7 +248,7 @@ def test_bad_urls_through_the_console_script(tmp_path: Path) -> None:
     line = one_line_error(chatkeep("sessions", "list", "--url", "chats.db", cwd=tmp_path))
     assert "did you mean 'sqlite:///chats.db'?" in line
     line = one_line_error(chatkeep("demo", "--url", "sqlit:///c.db", cwd=tmp_path))
-    assert "did you mean 'sqlite'?" in line and "pip install" not in line
+    assert "did you mean 'sqlite:///c.db'?" in line and "pip install" not in line
     assert list(tmp_path.iterdir()) == []
 
 
@@ -320,8 +319,9 @@ def test_export_import_migrate_with_hostile_ids(tmp_path: Path) -> None:
     exported_one = chatkeep("export", source, "--session", one, cwd=tmp_path)
     objects = [json.loads(line) for line in exported_one.stdout.splitlines()]
     assert {o.get("session") for o in objects} - {None} == {one}
-    data = next(o for o in objects if "data" in o)
-    assert base64.b64decode(data["data"]) == written[one][0].data
+    record = next(o for o in objects if "session" in o)
+    compact = json.dumps(record["json"], ensure_ascii=False, separators=(",", ":"))
+    assert compact.encode("utf-8") == written[one][0].data  # a message is JSON, greppable
 
 
 def test_export_to_a_file_and_import_from_one(filled: str, tmp_path: Path) -> None:

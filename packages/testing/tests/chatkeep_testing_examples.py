@@ -308,6 +308,33 @@ class PagesRepeatLast(PagedDictStore):
         return [n for n in names if last is None or n >= last][: self.page]
 
 
+class PagesForgetPrefix(PagedDictStore):
+    """Bug: pages after the first forget the prefix, so a listing runs on into the
+    sessions that sort after it."""
+
+    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+        last: str | None = None
+        while True:
+            with self.lock:
+                wanted = prefix if last is None else None
+                names = sorted(n for n in self.logs if self.matches(n, wanted))
+            page = self.page_after(names, last)
+            yield from page
+            if len(page) < self.page:
+                return
+            last = page[-1]
+
+
+class FarTailRefused(DictStore):
+    """Bug: a tail bound far longer than the log (but not extreme) is refused instead of
+    reading the whole log (a SQL ``OFFSET`` computed as length + start, say)."""
+
+    def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
+        if -(2**31) < start <= -(10**5):
+            raise ValueError(f"negative offset {start}")
+        return super().read(session_id, start, stop)
+
+
 class WarmTailAfterDelete(DictStore):
     """Bug: a per-session tail cache (for cheap tail reads) survives delete."""
 
@@ -970,6 +997,8 @@ BROKEN = {
     "pagerepeat": PagesRepeatLast,
     "warmtail": WarmTailAfterDelete,
     "unclamped": UnclampedTail,
+    "pageforget": PagesForgetPrefix,
+    "fartail": FarTailRefused,
 }
 
 BROKEN_FILES = {

@@ -103,6 +103,13 @@ SELF_CHECK: dict[str, tuple[str, str, set[str], set[str]]] = {
         "unclamped", "dict", {"SliceTests.test_extreme_bounds"},
         {"core", "delete", "views", "list_sessions"},  # the listing's session counts too
     ),
+    "listing pages keep the prefix": (
+        "pageforget", "paged", {"ListingPagesTests.test_many_pages_of_extending_ids"},
+        {"list_sessions"},
+    ),
+    "a tail bound far longer than the log reads the whole log": (
+        "fartail", "dict", {"SliceTests.test_extreme_bounds"}, {"core"},
+    ),
     "ttl expires sessions (reads and listing), appends refresh": (
         "sqlfile-ttl", "sqlfile", {"TtlTests.test_sessions_expire_unless_appended_to"}, {"ttl"},
     ),

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 
 from chatkeep.azure_blob import AzureBlobAccessDenied, AzureBlobConfigError
-from chatkeep.azure_blob.names import encode_session_id
+from chatkeep.azure_blob.layout import encode_session_id
 from chatkeep.core import AppendConflict, Record, Store, StoreUnavailable, open_store
 
 pytestmark = pytest.mark.usefixtures("blob_service")

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chatkeep.azure_blob.names import (
+from chatkeep.azure_blob.layout import (
     MAX_PLAIN,
     decode_folder,
     encode_prefix,

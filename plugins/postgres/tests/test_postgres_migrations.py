@@ -12,7 +12,7 @@ from psycopg import sql
 
 from chatkeep.core import ChatkeepError, Record
 from chatkeep.postgres import LATEST_VERSION, PostgresStore, SchemaNotReady, migration_script
-from chatkeep.postgres.schema import MIGRATIONS
+from chatkeep.postgres.migrate import MIGRATIONS
 
 Admin = psycopg.Connection[Any]
 

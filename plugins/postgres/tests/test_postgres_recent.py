@@ -15,7 +15,7 @@ from chatkeep.core.metadata import list_session_infos
 from chatkeep.postgres import LATEST_VERSION, PostgresStore
 from chatkeep.postgres import sql as pgsql
 from chatkeep.postgres.layout import Names
-from chatkeep.postgres.schema import MIGRATIONS
+from chatkeep.postgres.migrate import MIGRATIONS
 
 Admin = psycopg.Connection[Any]
 

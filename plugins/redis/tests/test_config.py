@@ -119,6 +119,9 @@ def test_cluster_urls_with_several_seeds() -> None:
         ("redis://h?namespace=%7Bx", "invalid namespace"),
         ("redis://h?namespace=a//b", "invalid namespace"),
         ("redis+cluster://h:notaport", "invalid port"),
+        ("redis://h/abc", "must be a number"),
+        ("redis://h/-1", "must be a number"),
+        ("redis://h/1/2", "must be a number"),
     ],
 )
 def test_bad_urls_are_rejected_clearly(url: str, message: str) -> None:
@@ -185,6 +188,19 @@ def test_policy_gives_up_with_store_unavailable(caplog: pytest.LogCaptureFixture
     assert "hunter2" not in message and "***" in message
     assert caught.value.__cause__ is None  # the cause's text holds the secret: not chained
     assert len(caplog.records) == 2 and "hunter2" not in caplog.text
+
+
+def test_only_a_failed_append_gets_the_append_advice() -> None:
+    policy = RetryPolicy(retries=0, backoff=0, faults=Faults("redis://h", ()))
+
+    def dead() -> None:
+        raise redis.exceptions.ConnectionError("refused")
+
+    for operation, advice in (("append", "failed append"), ("list_sessions", "is running")):
+        with pytest.raises(StoreUnavailable) as caught:
+            policy.run(operation, dead)
+        assert advice in str(caught.value), operation
+    assert "append" not in str(caught.value)
 
 
 def test_policy_keeps_the_cause_when_it_is_safe() -> None:

@@ -329,6 +329,41 @@ def test_delete_erases_log_and_ids(api: Api) -> None:
     api.delete(sid())  # deleting an unknown session is fine
 
 
+def test_reads_write_nothing_and_an_emptied_namespace_leaves_no_key(
+    redis_store_url: str, redis_namespace: str, mode: str
+) -> None:
+    api = open_api(redis_store_url, mode)
+    backend = api.store.backend
+    assert isinstance(backend, RedisStore)
+    raw = raw_client(backend)
+
+    def keys() -> list[bytes]:
+        return sorted(raw.scan_iter(match=redis_namespace + "*", count=1000))
+
+    # Read-only use of an empty namespace (what `chatkeep sessions list` does) writes nothing.
+    assert api.sessions() == [] and api.read(sid()) == []
+    assert list(api.store.recent_sessions()) == []
+    assert keys() == []
+    sessions = [sid() for _ in range(3)]
+    for session in sessions:
+        api.append(session, records("a"))
+    assert sorted(api.sessions()) == sorted(sessions)
+    # A new handle's listing (the markers set before the first write spare it a SCAN).
+    other = open_api(redis_store_url, mode)
+    assert sorted(other.sessions()) == sorted(sessions)
+    assert {s for s, _ in other.store.recent_sessions()} == set(sessions)
+    other.close()
+    for session in sessions:
+        api.delete(session)
+    # The namespace's markers went with its last session; what is left is the one marker
+    # of the whole key prefix (its 0.1-era sessions were looked for once, for every
+    # namespace under it).
+    assert keys() == [backend._layout.every_namespace_marker()], "markers outlived the sessions"
+    api.append(sessions[0], records("b"))  # and it works again from there
+    assert api.sessions() == [sessions[0]]
+    api.close()
+
+
 def test_list_sessions_pages_through_many_sessions(any_redis_url: str, mode: str) -> None:
     api = open_api(any_redis_url, mode, scan_count=7)
     try:
@@ -421,6 +456,32 @@ def test_without_ttl_sessions_do_not_expire(redis_store_url: str) -> None:
         assert [store.client.pttl(key) for key in store.keys(session)] == [-1, -1, -2]
     finally:
         store.close()
+
+
+def test_a_retry_sets_the_expiry_and_a_handle_without_ttl_clears_it(
+    redis_store_url: str,
+) -> None:
+    # The contract (core/BACKENDS.md, ttl): every append, an exact retry included, sets the
+    # expiry to the handle's ttl; an append through a handle opened without ttl clears it.
+    with_ttl, without = RedisStore(redis_store_url, ttl=60), RedisStore(redis_store_url)
+    try:
+        session = sid()
+        log, digests = with_ttl.keys(session)[:2]
+        with_ttl.append(session, records("a"))
+        client = with_ttl.client
+        client.pexpire(log, 5_000)
+        client.pexpire(digests, 5_000)
+        with_ttl.append(session, records("a"))  # stores nothing, but sets the expiry again
+        assert client.pttl(log) > 50_000 and client.pttl(digests) > 50_000
+        without.append(session, records("a"))  # a retry through a handle without ttl
+        assert client.pttl(log) == -1 and client.pttl(digests) == -1
+        with_ttl.append(session, records("b"))
+        without.append(session, records("c"))
+        assert client.pttl(log) == -1 and client.pttl(digests) == -1
+        assert [r.id for r in without.read(session)] == ["a", "b", "c"]
+    finally:
+        with_ttl.close()
+        without.close()
 
 
 # -- concurrency -------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 
 from chatkeep.core import Record, StoreUnavailable, open_store
 from chatkeep.sqlite import InvalidOption, SQLiteStore
-from chatkeep.sqlite.options import SQLiteOptions, parse_options, parse_url
+from chatkeep.sqlite.config import SQLiteOptions, parse_options, parse_url
 from chatkeep.sqlite.plugin import chatkeep_register_backends
 
 

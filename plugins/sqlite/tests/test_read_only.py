@@ -118,11 +118,11 @@ def test_the_url_spelling_opens_read_only(tmp_path: Path) -> None:
         ):
             with pytest.raises(ReadOnlyStore):
                 write()
+        # A WAL reader needs SQLite's shared-memory file and an empty -wal while it reads...
+        assert (tmp_path / "chats.db-wal").stat().st_size == 0
     after = fingerprint(tmp_path)
     assert after["chats.db"] == before["chats.db"]  # not a byte written
-    # A WAL reader needs SQLite's shared-memory file, and leaves an empty -wal beside it.
-    assert set(after) - set(before) <= {"chats.db-shm", "chats.db-wal"}
-    assert (tmp_path / "chats.db-wal").stat().st_size == 0
+    assert set(after) == set(before)  # ...and removes them when it closes
     with SQLiteStore(path) as writer:
         assert [r.id for r in writer.read("alpha")] == ["a1", "a2"]
 
@@ -297,3 +297,37 @@ def test_the_errors_cross_process_boundaries() -> None:
     read_only = pickle.loads(pickle.dumps(ReadOnlyStore("/d.db", "append")))
     assert isinstance(read_only, core_errors.ReadOnlyStore)
     assert read_only.operation == "append" and read_only.backend == "sqlite"
+
+
+def test_a_read_only_handle_leaves_no_wal_or_shm_files_behind(tmp_path: Path) -> None:
+    # Issue 30: `sessions list` and `export` left an empty -wal and a -shm next to the file.
+    path = tmp_path / "chats.db"
+    make_store(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chats.db"]
+    with open_store(f"sqlite:///{path}?mode=ro") as store:
+        assert [r.id for r in store.read("alpha")] == ["a1", "a2"]
+        list(store.list_sessions())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chats.db"]
+
+
+def test_a_read_only_close_leaves_a_running_writers_log_alone(tmp_path: Path) -> None:
+    path = tmp_path / "chats.db"
+    make_store(path)
+    with SQLiteStore(path) as writer:
+        writer.append("alpha", [Record("a3", b"three")])
+        with open_store(f"sqlite:///{path}?mode=ro") as reader:
+            assert len(reader.read("alpha")) == 3
+        assert (tmp_path / "chats.db-wal").exists()
+        writer.append("alpha", [Record("a4", b"four")])
+        assert len(writer.read("alpha")) == 4
+    with open_store(f"sqlite:///{path}?mode=ro") as reader:
+        assert len(reader.read("alpha")) == 4
+
+
+@pytest.mark.parametrize("mode", ["rwc", "ro"])
+def test_a_directory_is_refused_as_a_database_path(tmp_path: Path, mode: str) -> None:
+    # SQLite itself says "disk I/O error" (ro) or "unable to open database file" (rwc).
+    with pytest.raises(InvalidOption, match="is a directory") as caught:
+        open_store(f"sqlite:///{tmp_path}?mode={mode}")
+    assert "chatkeep.db" in str(caught.value)
+    assert list(tmp_path.iterdir()) == []

@@ -11,7 +11,13 @@ import sqlite_utils
 from chatkeep.core import Record
 from chatkeep.sqlite import IncompatibleSchema, SQLiteStore
 from chatkeep.sqlite import store as store_module
-from chatkeep.sqlite.schema import LATEST_VERSION, MIGRATIONS, Migration, migrate, schema_version
+from chatkeep.sqlite.migrations import (
+    LATEST_VERSION,
+    MIGRATIONS,
+    Migration,
+    migrate,
+    schema_version,
+)
 from chatkeep.sqlite.sql import read_positions_statement
 from chatkeep.sqlite.store import read_statement
 

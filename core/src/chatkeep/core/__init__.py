@@ -96,6 +96,7 @@ from .session import (
     register_state_type,
 )
 from .store import CAPABILITIES, Backend, Store
+from .tail_cache import DEFAULT_CACHE_BYTES, TailCache
 from .tools import Tool, tool
 from .transfer import (
     FORMAT_VERSION,
@@ -125,6 +126,7 @@ from .views import (
 
 __all__ = [
     "CAPABILITIES",
+    "DEFAULT_CACHE_BYTES",
     "FORMAT_VERSION",
     "Agent",
     "AgentResponse",
@@ -186,6 +188,7 @@ __all__ = [
     "StoreUnavailable",
     "StreamingChatClient",
     "SummarizationReducer",
+    "TailCache",
     "TextContent",
     "TokenBudgetReducer",
     "Tokenizer",
@@ -237,31 +240,3 @@ __all__ = [
     "undo",
     "verify",
 ]
-
-#: Names that moved to ``chatkeep.vendors`` and are still found here (with a warning).
-_MOVED_TO_VENDORS = frozenset(
-    {
-        "MissingCredentials",
-        "MissingVendorSetting",
-        "UnknownVendor",
-        "UnsupportedProtocol",
-        "Vendor",
-        "get_vendor",
-        "vendors",
-    }
-)
-
-
-def __getattr__(name: str) -> object:
-    # The vendor presets left the storage core; code written before still finds them.
-    if name in _MOVED_TO_VENDORS:
-        import importlib
-        import warnings
-
-        warnings.warn(
-            f"chatkeep.core.{name} moved to chatkeep.vendors.{name}; import it from there",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module("chatkeep.vendors"), name)
-    raise AttributeError(f"module 'chatkeep.core' has no attribute {name!r}")

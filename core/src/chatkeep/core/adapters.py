@@ -16,6 +16,10 @@ conversion and its framework's interface:
   thread, conversation) as parts of chatkeep session ids that never meet.
 - :func:`plain_tail` / :func:`aplain_tail`: the newest records of a log when they are plain
   message records, so an adapter can decode them straight to its framework's messages.
+- :func:`plain_message`: a message in the dict form a record holds, values untagged, for
+  the converters that read their framework's object back from a decoded record.
+- :func:`stamped_records`: a batch of converted messages as records, stamped with their
+  storage time and the running count, as ``HistoryProvider`` writes them.
 
 Nothing here imports a framework, a driver or an SDK.
 """
@@ -23,6 +27,7 @@ Nothing here imports a framework, a driver or an SDK.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -30,10 +35,23 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
-from .errors import InvalidOption
+from .errors import EncodeError, InvalidOption
+from .history import encode_records
+from .messages import (
+    Content,
+    DataContent,
+    FunctionCallContent,
+    FunctionResultContent,
+    Message,
+    TextContent,
+    UnknownContent,
+    UriContent,
+)
+from .metadata import RunningCount
 from .plugins import open_store
 from .records import Record
 from .store import Store
+from .views._control import utc_stamp
 
 __all__ = [
     "adapter_store",
@@ -43,9 +61,11 @@ __all__ = [
     "id_from_component",
     "in_thread",
     "native",
+    "plain_message",
     "plain_tail",
     "session_lock",
     "settled",
+    "stamped_records",
 ]
 
 T = TypeVar("T")
@@ -228,3 +248,68 @@ async def aplain_tail(store: Store, session_id: str, limit: int | None) -> list[
         return tail
     whole = await store.aread(session_id)
     return whole if _plain(whole) else None
+
+
+def _plain_content(content: Content) -> dict[str, Any]:
+    if isinstance(content, UnknownContent):
+        return content.raw
+    out: dict[str, Any]
+    if isinstance(content, TextContent):
+        out = {"type": "text", "text": content.text}
+    elif isinstance(content, FunctionCallContent):
+        out = {"type": "function_call", "call_id": content.call_id, "name": content.name}
+        out["arguments"] = content.arguments
+    elif isinstance(content, FunctionResultContent):
+        out = {"type": "function_result", "call_id": content.call_id, "result": content.result}
+    elif isinstance(content, DataContent):
+        encoded = base64.b64encode(content.data).decode("ascii")
+        out = {"type": "data", "uri": f"data:{content.media_type};base64,{encoded}"}
+        out["media_type"] = content.media_type
+    elif isinstance(content, UriContent):
+        out = {"type": "uri", "uri": content.uri, "media_type": content.media_type}
+    else:
+        out = {"type": "text_reasoning", "text": content.text}
+        out["protected_data"] = content.protected_data
+    out["additional_properties"] = content.additional_properties
+    return out
+
+
+def plain_message(message: Message) -> dict[str, Any]:
+    """``message`` in the codec's dict form (what its record holds once decoded), its values
+    left as they are (not tagged): what a converter that reads a framework's object back
+    from a decoded record (``additional_properties`` and contents) can also be handed for a
+    message in memory, without encoding it."""
+    return {
+        "type": "message",
+        "role": message.role,
+        "contents": [_plain_content(content) for content in message.contents],
+        "author_name": message.author_name,
+        "additional_properties": message.additional_properties,
+    }
+
+
+def stamped_records(
+    messages: list[Message], count: RunningCount | None = None, *, noun: str = "message"
+) -> list[Record]:
+    """``messages`` (one framework batch, already converted) as records, each stamped with
+    the time it is stored (the reserved ``chatkeep.stored_at`` key, taken out again on
+    reading, so what is read back equals what was added and ``chatkeep sessions list`` shows
+    when it was); with ``count`` (what the adapter's last read proved), the last one carries
+    the running count under ``chatkeep.count``, as ``HistoryProvider`` writes it.
+
+    A message that cannot be encoded raises :class:`EncodeError` naming its position in the
+    batch (as the framework's ``noun``: ``"item 2 of the batch"``); nothing is stored then.
+    """
+    stamp = utc_stamp()
+    if count is not None:
+        messages = count.mark(messages)
+    records = []
+    for position, message in enumerate(messages):
+        try:
+            (record,) = encode_records([message], stored_at=stamp)
+        except EncodeError as exc:
+            raise EncodeError(
+                f"{noun} {position} of the batch cannot be stored: {exc}; nothing was added"
+            ) from exc
+        records.append(record)
+    return records

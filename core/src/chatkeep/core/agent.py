@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
@@ -124,11 +124,29 @@ def _as_messages(value: str | Message | Sequence[Message]) -> list[Message]:
         return [Message.user(value)]
     if isinstance(value, Message):
         return [value]
+    wrong = f"run() input must be a str, a Message or a list of Messages, not {type(value)}"
+    if not isinstance(value, Iterable):
+        raise TypeError(wrong)
     messages = list(value)
     for item in messages:
         if not isinstance(item, Message):
             raise TypeError(f"run() input must be str, Message or messages, not {type(item)}")
     return messages
+
+
+def _session(agent: Agent, session: AgentSession | None) -> AgentSession:
+    """``session``, or a new one; a session id given where the session goes is refused with
+    the way to resume it (it used to fail deep inside with an AttributeError)."""
+    if session is None:
+        return agent.create_session()
+    if isinstance(session, str):
+        raise TypeError(
+            f"run()'s session must be an AgentSession, not the str {session!r}: resume a "
+            f"stored session with AgentSession({session!r}) or agent.create_session({session!r})"
+        )
+    if not isinstance(session, AgentSession):
+        raise TypeError(f"run()'s session must be an AgentSession, not {type(session).__name__}")
+    return session
 
 
 def _unanswered_calls(messages: Sequence[Message]) -> list[FunctionCallContent]:
@@ -464,7 +482,7 @@ class Agent:
         """Run one turn: send ``input`` (with the history, when the client keeps none),
         run requested tools, and record the turn. Returns every message the turn produced
         (tool calls and results included) and the session used."""
-        session = session or self.create_session()
+        session = _session(self, session)
         response: AgentResponse | None = None
         async for event in self._execute(input, session, False):
             if isinstance(event, AgentResponse):
@@ -484,7 +502,7 @@ class Agent:
         nothing is stored if it fails or is abandoned. Clients without
         ``get_streaming_response`` are called with ``get_response``.
         """
-        session = session or self.create_session()
+        session = _session(self, session)
         return AgentResponseStream(self._execute(input, session, True))
 
     def run_sync(

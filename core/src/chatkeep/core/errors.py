@@ -130,18 +130,48 @@ class StoreClosed(ChatkeepError, RuntimeError):
 
 
 class UnknownBackend(ChatkeepError, LookupError):
-    """No installed backend has the requested name or URL scheme."""
+    """No installed backend has the requested name or URL scheme.
 
-    def __init__(self, requested: str, installed: Iterable[str]) -> None:
+    The message names the extra that installs an in-repo backend (from the one table in
+    :mod:`chatkeep.core.schemes`) and, for a mistyped URL, the URL that was probably meant.
+    """
+
+    def __init__(
+        self,
+        requested: str,
+        installed: Iterable[str],
+        *,
+        given: str | None = None,
+        suggestion: str | None = None,
+    ) -> None:
+        from .schemes import install_hint
+
         self.requested = requested
         self.installed = sorted(installed)
-        hint = requested.replace("_", "-")
-        super().__init__(
-            f"no chatkeep backend named {requested!r} is installed "
-            f"(installed: {', '.join(self.installed) or 'none'}). "
-            f"Install it with: pip install 'chatkeep[{hint}]' (or the chatkeep-{hint} "
-            "distribution of a third party)."
-        )
+        self.suggestion = suggestion
+        listed = f"(installed: {', '.join(self.installed) or 'none'})"
+        if given is not None:
+            message = f"{given!r} is not a store URL or an installed backend name {listed}"
+        else:
+            message = f"no chatkeep backend named {requested!r} is installed {listed}"
+        if suggestion is not None:
+            message += f"; did you mean {suggestion!r}?"
+        hint = install_hint(requested if suggestion is None else suggestion.split(":", 1)[0])
+        if hint is not None and suggestion is None:
+            message += f"; install it with: {hint}"
+        elif hint is not None and not self._is_installed(suggestion or ""):
+            message += f" Install it with: {hint}"
+        elif suggestion is None:
+            message += (
+                "; chatkeep ships no backend of that name: a third-party backend installs from "
+                "its own distribution (`chatkeep backends` lists what is installed)"
+            )
+        super().__init__(message)
+
+    def _is_installed(self, url: str) -> bool:
+        from .schemes import backend_name
+
+        return backend_name(url.split(":", 1)[0]) in self.installed
 
 
 class PluginError(ChatkeepError):

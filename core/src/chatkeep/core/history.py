@@ -20,7 +20,7 @@ import contextlib
 import json
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from .codec import decode_message, encode_message_adding, message_to_dict
@@ -32,6 +32,7 @@ from .records import Record
 from .reducers import Reducer, ReducerTrigger, apply_reducer, drop_orphan_results, max_window
 from .session import AgentSession, ProviderSessionState
 from .store import Store
+from .tail_cache import DEFAULT_CACHE_BYTES, TailCache
 from .views import CORRUPT, Checkpoint, build_view, decode_log
 from .views._control import (
     CONTROL_PREFIX,
@@ -45,7 +46,6 @@ from .views._ops import view_program
 from .views._program import arun
 
 __all__ = [
-    "VIEW_CACHE_MAX",
     "HistoryProvider",
     "InMemoryHistoryProvider",
     "MessageFilter",
@@ -220,15 +220,20 @@ def _with_id(message: Message, message_id: str) -> Message:
     )
 
 
-def _tag_fresh(messages: list[Message], source_id: str) -> list[Message]:
-    """Tag ``messages`` as loaded history, in place: only for messages no one else holds
-    (what :meth:`HistoryProvider.invoking` just decoded). Each gets a new properties dict,
-    as :meth:`Message.tagged` gives its copy."""
+def _tag_in_place(messages: list[Message], source_id: str) -> tuple[list[Message], set[str]]:
+    """Tag ``messages`` as loaded history, in place, and collect their ids, in one pass:
+    only for messages no one else holds (what :meth:`HistoryProvider.invoking` just
+    decoded and does not cache). Each gets a new properties dict, as :meth:`Message.tagged`
+    gives its copy."""
+    ids: set[str] = set()
+    add = ids.add
     for message in messages:
         properties = dict(message.additional_properties)
         properties[ATTRIBUTION_KEY] = {"source_id": source_id, "source_type": _HISTORY}
         message.additional_properties = properties
-    return messages
+        if message.message_id is not None:
+            add(message.message_id)
+    return messages, ids
 
 
 def _tagged_copies(messages: Sequence[Message], source_id: str) -> list[Message]:
@@ -266,64 +271,14 @@ def _local_of(session: AgentSession) -> dict[str, Any]:
     return local
 
 
-#: The longest view a session object keeps decoded between turns (``cache_view``): a
-#: window of 50 messages of ~300 bytes takes about 48 KiB; a longer view
-#: (``max_messages=None`` over a long session) is read again each turn rather than held.
-VIEW_CACHE_MAX = 1000
+def _message_id(message: Message) -> str | None:
+    return message.message_id
 
 
-@dataclass(slots=True, eq=False)
-class _Window:
-    """A provider's decoded window of one session, kept in the session object (this
-    process only) so that a warm turn reads a few records instead of decoding the window.
-
-    ``messages`` is the view's last ``limit`` messages (all when ``None``), orphan results
-    not dropped, exactly as a cold read decodes them, when the log's newest record is
-    ``tail_id`` (``None``: the log was empty). It is trusted only after a tail read of
-    ``batch + 1`` records shows that record (with ``tail_data``, when known) and, before
-    the ``batch`` records this provider appended last, ``before``: then no other writer
-    appended, undid, compacted or deleted since (the log only grows, so an unchanged tail
-    means an unchanged view), and none slipped a record in between the read and the
-    append. Anything else, and the view is read again."""
-
-    store: Store
-    limit: int | None
-    messages: list[Message]
-    count: int | None
-    tail_id: str | None
-    tail_data: bytes | None = None
-    before: str | None = None
-    batch: int = 0
-
-    def matches(self, tail: Sequence[Record]) -> bool:
-        """Whether ``tail`` (the log's last ``batch + 1`` records) is what this window
-        was built on."""
-        if not tail:
-            return self.tail_id is None and self.batch == 0
-        last = tail[-1]
-        if last.id != self.tail_id or (self.tail_data is not None and last.data != self.tail_data):
-            return False
-        if self.batch == 0:
-            return True
-        if self.before is None:
-            return len(tail) == self.batch
-        return len(tail) == self.batch + 1 and tail[0].id == self.before
-
-    def extend(self, records: Sequence[Record], count: int | None) -> None:
-        """Take in ``records`` (message records just appended after ``tail_id``, in one
-        batch), decoded as a read would decode them."""
-        added = []
-        for record in records:
-            message = decode_message(record.data)
-            _take_stamp(message)
-            added.append(message)
-        messages = self.messages + added
-        if self.limit is not None and len(messages) > self.limit:
-            messages = messages[-self.limit :]
-        self.messages = messages
-        self.count = count
-        self.before, self.batch = self.tail_id, len(records)
-        self.tail_id, self.tail_data = records[-1].id, records[-1].data
+#: A cold load keeps a view of at most this many messages in a new session object at once
+#: (copying it is cheap); a longer one is kept from the session object's second load on,
+#: so a session object used once (a resumed conversation) never pays for the copy.
+_EAGER_CACHE = 256
 
 
 class HistoryProvider:
@@ -342,15 +297,18 @@ class HistoryProvider:
     to store, default: not history, not context unless ``store_context_messages``) and
     ``response_filter`` (response messages to store, default: all).
 
-    ``cache_view`` (default ``True``): keep the decoded window in the
-    :class:`~chatkeep.core.AgentSession` object between turns (in this process; never
-    serialized; views of at most :data:`VIEW_CACHE_MAX` messages). A warm turn then reads
-    only the log's last few records to prove nothing changed (another writer's append,
-    undo, compaction or delete all show there) and decodes nothing; otherwise the view is
-    read as usual. Used only on the default path
-    (no reducer, no output filter, :meth:`load` and :meth:`save` not overridden). The
-    loaded messages are copies either way, but their content objects are shared with the
-    cache: replace a content rather than editing it in place, or pass ``cache_view=False``.
+    ``cache_view`` (default ``True``): keep the decoded view (the window, or with
+    ``max_messages=None`` the whole history) in the :class:`~chatkeep.core.AgentSession`
+    object between turns (in this process; never serialized), in a
+    :class:`~chatkeep.core.TailCache` bounded by ``cache_bytes`` (default
+    :data:`~chatkeep.core.DEFAULT_CACHE_BYTES`, 8 MiB of stored records per session
+    object: a larger view is read again each turn). A warm turn then reads only the log's
+    last few records to prove nothing changed (another writer's append, undo, compaction,
+    edit or delete all show there) and decodes nothing; the turn's own messages extend
+    the cache. Used only on the default path (no reducer, no output filter, :meth:`load`
+    and :meth:`save` not overridden). The loaded messages are copies either way, but their
+    content objects are shared with the cache: replace a content rather than editing it in
+    place, or pass ``cache_view=False``.
     """
 
     DEFAULT_SOURCE_ID = "chat_history"
@@ -371,9 +329,12 @@ class HistoryProvider:
         request_filter: MessageFilter | None = None,
         response_filter: MessageFilter | None = None,
         cache_view: bool = True,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         if max_messages is not None and (type(max_messages) is not int or max_messages < 1):
             raise ValueError("max_messages must be a positive int or None")
+        if type(cache_bytes) is not int or cache_bytes < 0:
+            raise ValueError("cache_bytes must be a non-negative int")
         self._store_arg = store
         self._store: Store | None = store if isinstance(store, Store) else None
         self.source_id = source_id or self.DEFAULT_SOURCE_ID
@@ -388,10 +349,14 @@ class HistoryProvider:
         self.request_filter = request_filter or _keep_request(store_context_messages)
         self.response_filter = response_filter or _keep_all
         self.cache_view = cache_view
+        self.cache_bytes = cache_bytes
         # What was loaded for the run in progress lives in the session, not in this object:
-        # the ids (to drop them when storing) and, when the reducer runs after messages
-        # are added, the view itself (the reducer's input is that view plus the new turn).
-        self._loaded = ProviderSessionState[list[str]](
+        # which messages (to drop them when storing) and, when the reducer runs after
+        # messages are added, the view itself (the reducer's input is that view plus the
+        # new turn). Which messages: on the cached path ``{"through": id}``, the view as of
+        # the log's record ``id`` (its ids are in the session object's cache, or read
+        # again); elsewhere, and in sessions written by older versions, a list of ids.
+        self._loaded = ProviderSessionState[list[str] | dict[str, Any]](
             f"{self.source_id}.loaded_ids", lambda _session: []
         )
         self._loaded_view = ProviderSessionState[list[Message]](
@@ -456,26 +421,63 @@ class HistoryProvider:
             and self.output_filter is _keep_all
         )
 
-    async def _load_window(self, session: AgentSession) -> list[Message]:
-        """:meth:`load` through the session's window cache: the view's window with orphan
-        results not yet dropped. The returned messages are the cache's own: copy them."""
+    @property
+    def _loaded_key(self) -> str:
+        return f"{self.source_id}.loaded"
+
+    async def _load_cached(
+        self, session: AgentSession
+    ) -> tuple[list[Message], set[str], str | None]:
+        """:meth:`load` through the session object's :class:`TailCache`: the history to
+        hand out (tagged, orphan results of a window dropped), the ids of the view's
+        messages, and the id of the log's newest record they are the view as of."""
         limit = self.load_limit
         store = self.store
+        session_id = session.session_id
         local = _local_of(session)
-        window: _Window | None = local.get(self._cache_key)
-        if window is not None and window.store is store and window.limit == limit:
-            tail = await store.aread(session.session_id, -(window.batch + 1))
-            if window.matches(tail):
-                self._prove_count(session, window.count, window.tail_id)
-                return window.messages
-        local.pop(self._cache_key, None)
-        read = await arun(store, view_program(session.session_id, limit))
+        cache = local.get(self._cache_key)
+        if isinstance(cache, TailCache):
+            messages = await cache.acheck(store, session_id, limit)
+            if messages is not None:
+                self._prove_count(session, cache.count, cache.tail_id)
+                shown = messages if limit is None else drop_orphan_results(messages)
+                return _tagged_copies(shown, self.source_id), cache.ids(), cache.tail_id
+        read = await arun(store, view_program(session_id, limit))
         self._prove_count(session, read.count, read.newest_record_id)
-        if len(read.messages) <= VIEW_CACHE_MAX:
-            local[self._cache_key] = _Window(
-                store, limit, read.messages, read.count, read.newest_record_id
+        messages = read.messages
+        shown = messages if limit is None else drop_orphan_results(messages)
+        kept = isinstance(cache, TailCache)  # this object was loaded before: kept, not resumed
+        if not kept:
+            cache = local[self._cache_key] = TailCache(self.cache_bytes, id_of=_message_id)
+        assert isinstance(cache, TailCache)
+        if (kept or len(messages) <= _EAGER_CACHE) and read.bytes_fed <= self.cache_bytes:
+            # The cache keeps the decoded messages; what is handed out are tagged copies.
+            tagged = _tagged_copies(shown, self.source_id)
+            ids = {m.message_id for m in shown if m.message_id is not None}
+            cache.fill(
+                store,
+                session_id,
+                messages,
+                tail_id=read.newest_record_id,
+                tail_data=read.newest_record_data,
+                nbytes=read.bytes_fed,
+                key=limit,
+                limit=limit,
+                count=read.count,
+                ids=ids if limit is None else None,
             )
-        return read.messages
+            return tagged, ids, read.newest_record_id
+        # The messages were decoded for this call and nothing else holds them: tag them.
+        cache.clear()
+        tagged, ids = _tag_in_place(shown, self.source_id)
+        return tagged, ids, read.newest_record_id
+
+    async def _stored_ids(self, session: AgentSession) -> set[str]:
+        """The ids of the session's view as the store has it now (when the ids a load
+        saw were not kept in this session object: it was copied or deserialized between
+        a turn's load and its save)."""
+        read = await arun(self.store, view_program(session.session_id))
+        return {m.message_id for m in read.messages if m.message_id is not None}
 
     def _count_mark(self, session: AgentSession, messages: int, records: int) -> CountMark | None:
         """The running count for a batch of ``records`` records (``messages`` of them
@@ -519,22 +521,39 @@ class HistoryProvider:
             # still needs the last load's proof that nothing came in between.
             after = None if mark is None else replace(mark, n=checkpoint.view_length)
             records.append(checkpoint.to_record(after))
-        local = _local_of(session)
-        window: _Window | None = local.pop(self._cache_key, None)
+        cache = _local_of(session).get(self._cache_key)
+        follows = (
+            isinstance(cache, TailCache)
+            and checkpoint is None
+            and cache.holds(self.store, session.session_id, self.load_limit)
+        )
         try:
             await self.store.aappend(session.session_id, records)
         except RecordConflict:
             # A retry of a save that did land carries a later storage time, so the store
             # sees the same ids with other bytes. That is still an exact retry: a no-op.
+            if isinstance(cache, TailCache):
+                cache.clear()
             if not await already_stored(self.store, session.session_id, records):
                 raise
             return
-        if window is not None and checkpoint is None and window.store is self.store:
+        except BaseException:
+            if isinstance(cache, TailCache):
+                cache.clear()
+            raise
+        if not isinstance(cache, TailCache):
+            return
+        if follows:
             # Only what this batch adds to the view; the next load checks that it landed
-            # right after the window's tail.
-            window.extend(records, None if mark is None else mark.n)
-            if len(window.messages) <= VIEW_CACHE_MAX:
-                local[self._cache_key] = window
+            # right after the cache's tail.
+            added = []
+            for record in records:
+                message = decode_message(record.data)
+                _take_stamp(message)
+                added.append(message)
+            cache.extend(records, added, count=None if mark is None else mark.n)
+        else:
+            cache.clear()
 
     # -- the lifecycle ----------------------------------------------------------------------
 
@@ -547,21 +566,16 @@ class HistoryProvider:
             self._loaded.clear(session)
             _local_of(session).pop(self._cache_key, None)  # what is saved now extends no window
             return list(request_messages)
+        local = _local_of(session)
         if self._caches():
-            window = await self._load_window(session)
-            limit = self.load_limit
-            shown = window if limit is None else drop_orphan_results(window)
-            self._loaded.save(session, [m.message_id for m in shown if m.message_id])
-            return _tagged_copies(shown, self.source_id) + list(request_messages)
-        _local_of(session).pop(self._cache_key, None)
+            tagged, ids, through = await self._load_cached(session)
+            # "The view as of record ``through``" in the state, its ids in this object.
+            self._loaded.save(session, {"through": through})
+            local[self._loaded_key] = (through, ids)
+            return tagged + list(request_messages)
+        local.pop(self._cache_key, None)
+        local.pop(self._loaded_key, None)
         history = await self.load(session)
-        self._loaded.save(session, [m.message_id for m in history if m.message_id])
-        if self.reducer is not None:
-            if self.reducer_trigger is ReducerTrigger.BEFORE_RETRIEVAL:
-                history = await apply_reducer(self.reducer, history)
-            else:
-                self._loaded_view.save(session, list(history))
-        history = self.output_filter(history)
         if (
             type(self).load is HistoryProvider.load
             and self.reducer is None
@@ -569,9 +583,17 @@ class HistoryProvider:
         ):
             # The messages were decoded for this call and nothing else holds them: the
             # tagged copies would be the only ones anyone sees, so tag these instead.
-            tagged = _tag_fresh(history, self.source_id)
-        else:
-            tagged = [m.tagged(MessageSource.CHAT_HISTORY, self.source_id) for m in history]
+            tagged, ids = _tag_in_place(history, self.source_id)
+            self._loaded.save(session, list(ids))
+            return tagged + list(request_messages)
+        self._loaded.save(session, [m.message_id for m in history if m.message_id])
+        if self.reducer is not None:
+            if self.reducer_trigger is ReducerTrigger.BEFORE_RETRIEVAL:
+                history = await apply_reducer(self.reducer, history)
+            else:
+                self._loaded_view.save(session, list(history))
+        history = self.output_filter(history)
+        tagged = [m.tagged(MessageSource.CHAT_HISTORY, self.source_id) for m in history]
         return tagged + list(request_messages)
 
     async def invoked(
@@ -583,8 +605,9 @@ class HistoryProvider:
         error: BaseException | None = None,
     ) -> None:
         """Store the turn's new messages, unless the model call raised (``error``)."""
-        loaded = set(self._loaded.get_or_initialize(session))
+        loaded_state = session.state.try_get(self._loaded.state_key)
         self._loaded.clear(session)
+        kept = _local_of(session).pop(self._loaded_key, None)
         # None when nothing was loaded (load_messages=False): then the view is unknown and
         # no checkpoint may be written, or it would hide the history.
         view: list[Message] | None = session.state.try_get(self._loaded_view.state_key, list)
@@ -598,10 +621,15 @@ class HistoryProvider:
         if self.store_outputs:
             candidates.extend(self.response_filter(response_messages))
         to_store: list[Message] = []
-        seen = loaded
+        loaded: set[str] | None = None  # the loaded ids, found when a candidate has an id
+        seen: set[str] = set()
         for message in candidates:
-            if message.message_id is not None and message.message_id in seen:
-                continue
+            message_id = message.message_id
+            if message_id is not None:
+                if loaded is None:
+                    loaded = await self._loaded_ids(session, loaded_state, kept)
+                if message_id in loaded or message_id in seen:
+                    continue
             message = message.untagged()
             if message.message_id is None:
                 message = _with_id(message, new_id())
@@ -616,6 +644,19 @@ class HistoryProvider:
             await self.save(session, to_store)
         else:
             await self.save(session, to_store, checkpoint=checkpoint)
+
+    async def _loaded_ids(self, session: AgentSession, state: Any, kept: Any) -> set[str]:
+        """The ids the last load saw: ``state`` is what it left in the session's state
+        (a list of ids, or ``{"through": id}``), ``kept`` what it left in the session
+        object (``(through, ids)``)."""
+        if isinstance(state, list):
+            return {item for item in state if isinstance(item, str)}
+        if not isinstance(state, dict) or "through" not in state:
+            return set()
+        if isinstance(kept, tuple) and len(kept) == 2 and kept[0] == state["through"]:
+            ids: set[str] = kept[1]
+            return ids
+        return await self._stored_ids(session)
 
     async def _checkpoint(
         self, view: list[Message] | None, added: list[Message]

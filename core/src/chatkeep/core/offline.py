@@ -36,8 +36,10 @@ ScriptEntry = Message | Sequence[Content] | ChatResponse | BaseException
 class OfflineChatClient:
     """Replies ``"[seen N] first: '...' | latest: '...'"`` from the messages it receives.
 
-    ``requests`` records every list of messages received and ``tool_names`` the names of
-    the tools offered with each call, for tests. ``fail_next`` makes the next call raise
+    ``requests`` records the lists of messages received and ``tool_names`` the names of the
+    tools offered with each call, for tests: the last ``keep_requests`` calls (32 by
+    default; ``None`` keeps every one, ``0`` none), so a long session's memory stays
+    bounded (every request holds the whole history sent). ``fail_next`` makes the next call raise
     ``RuntimeError`` (to show nothing is stored for a failed call); ``fail_stream_after=N``
     makes the next streamed reply raise after N updates. ``script`` holds scripted
     responses used one per call, before the default reply (see :data:`ScriptEntry`).
@@ -49,6 +51,7 @@ class OfflineChatClient:
     script: Sequence[ScriptEntry] = field(default_factory=list)
     fail_stream_after: int | None = None
     tool_names: list[list[str]] = field(default_factory=list)
+    keep_requests: int | None = 32
     _conversations: dict[str, list[Message]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _queue: deque[ScriptEntry] = field(default_factory=deque, repr=False)
@@ -86,6 +89,10 @@ class OfflineChatClient:
         with self._lock:
             self.requests.append(list(messages))
             self.tool_names.append([getattr(t, "name", str(t)) for t in tools or ()])
+            if self.keep_requests is not None:
+                # The oldest go first: a list (tests compare it with lists), a short one.
+                for kept in (self.requests, self.tool_names):
+                    del kept[: max(0, len(kept) - self.keep_requests)]
             if self.fail_next:
                 self.fail_next = False
                 raise RuntimeError("offline client: simulated model failure")

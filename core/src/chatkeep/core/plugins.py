@@ -21,6 +21,7 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginError, UnknownBackend
+from .schemes import suggest_url
 from .store import CAPABILITIES, Store
 from .urls import redact_url
 
@@ -36,6 +37,8 @@ __all__ = [
 ENTRY_POINT_GROUP = "chatkeep"
 DEFAULT_URL = "sqlite:///chatkeep.db"
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+# What open_store takes as a backend name or scheme (redis+cluster) rather than a path.
+_NAME_OR_SCHEME = re.compile(r"^[a-z][a-z0-9_+-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -291,9 +294,18 @@ def open_store(url_or_name: str | None = None, /, **options: Any) -> Store:
             wrapped = _wrapped(installed, url)
             if wrapped is not None:
                 return _open_wrapper(wrapped[0], url, wrapped[1], options)
+    elif not _NAME_OR_SCHEME.match(url_or_name):
+        # Not a name: a bare path ("chats.db") or a URL with too few slashes
+        # ("sqlite:/chats.db", "redis:/u:pw@h"), never opened as something else. The error
+        # shows it (and the URL it probably meant) without its credentials.
+        raise UnknownBackend(
+            url_or_name.split(":", 1)[0],
+            installed,
+            given=redact_url(url_or_name),
+            suggestion=suggest_url(url_or_name, _registry.schemes),
+        )
     else:
-        # A malformed URL ("redis:/u:pw@h") must not echo its credentials in the error.
-        requested = name = url_or_name.split(":", 1)[0]
+        requested = name = url_or_name
         url = options.pop("url", None)
         if name not in installed:
             name = _registry.schemes.get(name)
@@ -303,7 +315,8 @@ def open_store(url_or_name: str | None = None, /, **options: Any) -> Store:
         )
         if problem is not None:
             raise PluginError(problem)
-        raise UnknownBackend(requested, installed)
+        suggestion = None if url is None else suggest_url(url, _registry.schemes)
+        raise UnknownBackend(requested, installed, suggestion=suggestion)
     info = installed[name]
     if info.wrapper:
         if url is not None and url.lower().startswith(info.name + "+"):

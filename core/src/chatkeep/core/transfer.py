@@ -17,18 +17,26 @@ Each has an ``a``-prefixed async twin (:func:`aexport_jsonl`, :func:`aimport_jso
 :func:`amigrate`, :func:`averify`) that runs the same streaming transfer in a worker
 thread, so an event loop stays free while a large store is copied.
 
-**The export format** (JSON Lines, ASCII, one JSON object a line, version
+**The export format** (JSON Lines in UTF-8, one JSON object a line, version
 :data:`FORMAT_VERSION`)::
 
-    {"chatkeep": "export", "version": 1, "created": "2026-12-01T16:00:00Z", "backend": "sqlite"}
-    {"session": "chat-1", "n": 0, "id": "0193...", "data": "eyJ0eXBlIjoi..."}
-    {"session": "chat-1", "n": 1, "id": "0193...", "data": "..."}
-    {"chatkeep": "end", "sessions": 1, "records": 2}
+    {"chatkeep":"export","version":2,"created":"2026-12-01T16:00:00Z","backend":"sqlite"}
+    {"session":"chat-1","n":0,"id":"0193...","json":{"type":"message","role":"user",...}}
+    {"session":"chat-1","n":1,"id":"0193...","text":"not JSON, but UTF-8 text"}
+    {"session":"chat-1","n":2,"id":"0193...","data":"/9j/4AAQSkZJRg=="}
+    {"chatkeep":"end","sessions":1,"records":3}
 
 The header comes first; then one line per record: its session id, its position ``n`` in
-that session's log, its record id and its data in standard base64 (records are bytes), in
-log order, the records of a session on consecutive lines; then an end line with the counts,
-so a file cut short is noticed. Readers refuse versions they do not know.
+that session's log, its record id and its bytes, in log order, the records of a session on
+consecutive lines; then an end line with the counts, so a file cut short is noticed. A
+record's bytes are written the most readable way that gives them back exactly, so an export
+can be searched with ``grep`` and ``jq``: ``json`` holds the record itself when it is JSON
+that the compact UTF-8 encoding (``separators=(",", ":")``, ``ensure_ascii=False``)
+writes back byte for byte, as every message and control record the core writes is;
+``text`` holds it as a string when it is other UTF-8 text; ``data`` holds it in standard
+base64 otherwise. A line whose ids cannot be UTF-8 (lone surrogates) is written in ASCII
+with ``\\u`` escapes. Readers refuse versions they do not know; version 1 (every record in
+``data``, the format of chatkeep before 2026-12) is still read.
 
 Which sessions: every conversation of the store (``list_conversations``: the core's
 temporary ``chatkeep.tmp.*`` sessions left out; finish an interrupted ``delete_session`` by
@@ -80,8 +88,15 @@ __all__ = [
     "verify",
 ]
 
-#: The version of the export format this module writes, and the only one it reads.
-FORMAT_VERSION: Final = 1
+#: The version of the export format this module writes.
+FORMAT_VERSION: Final = 2
+#: The versions it reads: 1 (every record in base64) and 2.
+READABLE_VERSIONS: Final = frozenset({1, 2})
+#: The payload keys of a record line, one per line.
+_PAYLOADS: Final = ("json", "text", "data")
+_LINE_BREAKS: Final = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
+# How a ``json`` payload is written back into bytes (the codec's own encoding).
+_compact = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 #: At most this many records per read (and per append of a migration or an import).
 PAGE_RECORDS = 500
@@ -264,9 +279,53 @@ def _now() -> str:
 
 
 def _line(value: dict[str, Any]) -> str:
-    # ensure_ascii: the file is ASCII whatever the ids hold (newlines, non-BMP, lone
-    # surrogates in record ids), so it survives any text encoding and line splitting.
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":")) + "\n"
+    # UTF-8 text, readable; JSON escapes newlines, so a line stays a line. Ids with lone
+    # surrogates cannot be UTF-8: that line is written in ASCII with \u escapes.
+    line = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":")) + "\n"
+    # Characters some readers take for line breaks (str.splitlines does) are escaped; they
+    # can only be inside strings, where an escape means the same.
+    return line.translate(_LINE_BREAKS) + "\n"
+
+
+def _payload(data: bytes) -> tuple[str, Any]:
+    """The most readable form of a record's bytes that gives them back exactly."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "data", base64.b64encode(data).decode("ascii")
+    if text[:1] in ("{", "["):
+        try:
+            value = json.loads(text)
+            if _compact(value) == text:
+                return "json", value
+        except ValueError:
+            pass
+    return "text", text
+
+
+def _bytes_of(key: str, payload: Any, line: int) -> bytes:
+    """A record line's payload back into the record's bytes."""
+    if key == "json":
+        try:
+            return _compact(payload).encode("utf-8")
+        except (ValueError, UnicodeEncodeError) as exc:
+            raise InvalidExport(line, f"json is not a record this format writes ({exc})") from None
+    if type(payload) is not str:
+        kind = "base64 string" if key == "data" else "string"
+        raise InvalidExport(line, f"{key} must be a {kind}, not {type(payload).__name__}")
+    if key == "text":
+        try:
+            return payload.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidExport(line, "text is not valid Unicode text") from None
+    try:
+        return base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidExport(line, f"data is not valid base64 ({exc})") from None
 
 
 def export_jsonl(
@@ -297,9 +356,9 @@ def export_jsonl(
         for page in _pages(store, session_id):
             lines = []
             for record in page:
-                data = base64.b64encode(record.data).decode("ascii")
+                key, payload = _payload(record.data)
                 lines.append(
-                    _line({"session": session_id, "n": position, "id": record.id, "data": data})
+                    _line({"session": session_id, "n": position, "id": record.id, key: payload})
                 )
                 position += 1
             out.write("".join(lines))
@@ -429,36 +488,41 @@ def _check_header(value: dict[str, Any], line: int) -> None:
     version = value.get("version")
     if type(version) is not int:
         raise InvalidExport(line, f"the header's version is {version!r}, not a number")
-    if version != FORMAT_VERSION:
-        newer = " (a newer chatkeep wrote it: upgrade chatkeep-core)" if version > 1 else ""
+    if version not in READABLE_VERSIONS:
+        newer = (
+            " (a newer chatkeep wrote it: upgrade chatkeep-core)"
+            if version > FORMAT_VERSION
+            else ""
+        )
         raise InvalidExport(
             line,
             f"export format version {version} is not one this chatkeep reads "
-            f"(it reads version {FORMAT_VERSION}){newer}",
+            f"(it reads versions {', '.join(map(str, sorted(READABLE_VERSIONS)))}){newer}",
         )
 
 
 def _record_of(value: dict[str, Any], line: int) -> tuple[str, int, Record]:
     keys = set(value)
-    if keys != {"session", "n", "id", "data"}:
+    payloads = keys - {"session", "n", "id"}
+    if (
+        keys - payloads != {"session", "n", "id"}
+        or len(payloads) != 1
+        or not (payloads <= set(_PAYLOADS))
+    ):
         raise InvalidExport(
             line,
-            "a record line has exactly the keys session, n, id and data "
+            "a record line has exactly the keys session, n, id and one of json, text or data "
             f"(this one has {', '.join(sorted(keys)) or 'none'})",
         )
-    session_id, position, record_id, data = (value[k] for k in ("session", "n", "id", "data"))
+    (key,) = payloads
+    session_id, position, record_id = (value[k] for k in ("session", "n", "id"))
     try:
         session_id = check_session_id(session_id)
     except InvalidSessionId as exc:
         raise InvalidExport(line, str(exc)) from None
     if type(position) is not int or position < 0:
         raise InvalidExport(line, f"n must be a position (an int >= 0), not {position!r}")
-    if type(data) is not str:
-        raise InvalidExport(line, f"data must be a base64 string, not {type(data).__name__}")
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise InvalidExport(line, f"data is not valid base64 ({exc})") from None
+    raw = _bytes_of(key, value[key], line)
     try:
         (record,) = check_records([(record_id, raw)])
     except InvalidRecord as exc:

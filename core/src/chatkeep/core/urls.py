@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import quote, unquote_plus
+from urllib.parse import quote, unquote, unquote_plus
 
-__all__ = ["redact_text", "redact_url"]
+__all__ = ["redact_text", "redact_url", "url_secrets"]
 
 _SECRET_KEY = re.compile(r"pass|secret|key|token|sig|credential|auth|connection", re.IGNORECASE)
 # Values that carry a secret whatever their key is called (Azure connection strings, SAS).
@@ -53,6 +53,39 @@ def redact_url(url: str) -> str:
             pieces.append(piece)
         query = "&".join(pieces) + fragment
     return f"{scheme}{sep}{head}{qmark}{query}"
+
+
+def url_secrets(url: str) -> tuple[str, ...]:
+    """The secrets :func:`redact_url` hides in ``url``, each as written and decoded.
+
+    For output that may quote them outside the URL (a test's locals, a driver's message),
+    so a caller can scrub them wherever they appear. Example::
+
+        >>> url_secrets("redis://:p%40ss@host/0?token=t0k")
+        ('p%40ss', 'p@ss', 't0k')
+    """
+    found: list[str] = []
+    _, sep, rest = url.partition("://")
+    if not sep:
+        rest = url
+    head, _, query = rest.partition("?")
+    userinfo = head[: head.rfind("@")] if "@" in head else ""
+    if ":" in userinfo:
+        password = userinfo.split(":", 1)[1]
+        found += [password, unquote(password)]
+    for piece in query.split("#", 1)[0].split("&") if query else ():
+        key, eq, value = piece.partition("=")
+        decoded = unquote_plus(value)
+        if eq and (_SECRET_KEY.search(key) or _SECRET_VALUE.search(decoded)):
+            found += [value, decoded]
+            # A connection string or SAS inside the value: its own secret parts too.
+            for part in re.split(r"[;&]", decoded):
+                inner_key, inner_eq, inner_value = part.partition("=")
+                if inner_eq and _SECRET_KEY.search(inner_key):
+                    found += [inner_value, unquote_plus(inner_value)]
+        elif eq and "://" in decoded:
+            found += url_secrets(decoded)
+    return tuple(dict.fromkeys(s for s in found if s))
 
 
 # A URL inside free text: a scheme, "://", then anything up to whitespace or a quote.

@@ -94,6 +94,10 @@ class ViewBuilder:
         self.newest_record_id: str | None = None
         #: How many records were fed.
         self.records_fed = 0
+        #: The bytes of the records fed (data only), what a cache of the view holds about.
+        self.bytes_fed = 0
+        #: The data of the newest record fed, when it was bytes.
+        self.newest_record_data: bytes | None = None
         #: The running count the newest record carries, if it is a message with one
         #: (unchecked: see :meth:`verified_count`).
         self.newest_mark: CountMark | None = None
@@ -141,8 +145,12 @@ class ViewBuilder:
         if self.done:
             raise RuntimeError("the view is complete; no more records are needed")
         self.records_fed += 1
+        if type(data) is bytes:
+            self.bytes_fed += len(data)
         if self.newest_record_id is None:
             self.newest_record_id = record_id
+            if type(data) is bytes:
+                self.newest_record_data = data
             mark = count_mark(data)
             if mark is not None and mark.k <= MAX_MARK_BATCH:
                 self.newest_mark = mark
@@ -226,6 +234,7 @@ class ViewBuilder:
                 if message is not None:
                     record_id = record.id
                     self.records_fed += 1
+                    self.bytes_fed += len(data)
                     if len(trail) < self._trail_wanted:
                         trail.append((session_id, record_id, base + index))
                     if message.message_id is None:

@@ -46,6 +46,10 @@ class ViewRead:
     uncompacted_ids: frozenset[str] = frozenset()
     #: How many records the read walked (its cost).
     records_fed: int = 0
+    #: The bytes of those records (what a decoded copy of the view holds about).
+    bytes_fed: int = 0
+    #: The data of the log's newest record (``newest_record_id``'s), when one was read.
+    newest_record_data: bytes | None = None
 
 
 def view_program(
@@ -69,6 +73,8 @@ def view_program(
         count,
         uncompacted,
         builder.records_fed,
+        builder.bytes_fed,
+        builder.newest_record_data,
     )
 
 

@@ -33,9 +33,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -70,11 +74,18 @@ HELP = """commands:
   /switch ID     continue another stored session
   /fork          continue in a new session branched from here
   /undo [N]      retract the last turn (N turns; the log keeps them)
+  /multi         type a message of several lines; a line /end sends it
+  /edit          compose the next message in $VISUAL or $EDITOR
   /help          this text
-  /quit          leave (end of input and Ctrl-C at an empty prompt do too)"""
+  /quit          leave (end of input and Ctrl-C at an empty prompt do too)
+Pasted text of several lines is one message (bracketed paste)."""
+
+#: The bytes a terminal in bracketed-paste mode puts around pasted text.
+PASTE_START = "\x1b[200~"
+PASTE_END = "\x1b[201~"
 
 #: Commands that take no argument.
-_BARE = ("/sessions", "/fork", "/help", "/quit", "/exit")
+_BARE = ("/sessions", "/fork", "/help", "/quit", "/exit", "/multi", "/edit")
 
 
 def build_client(
@@ -94,7 +105,10 @@ def build_client(
     ``--base-url`` (or ``$CHATKEEP_BASE_URL``) replacing the preset's address.
     """
     if not (vendor or protocol or model):
-        return OfflineChatClient(), "offline", "offline client (no network, no key)"
+        # keep_requests=0: nobody reads what it was sent, and each request holds the whole
+        # history (a long piped session grew to gigabytes).
+        client = OfflineChatClient(keep_requests=0)
+        return client, "offline", "offline client (no network, no key)"
     if not model:
         raise ChatkeepError("--model is required with --vendor/--protocol")
     protocol = protocol or ("messages" if vendor == "anthropic" else "chat_completions")
@@ -293,6 +307,10 @@ class ChatRepl:
         """One line: a command or a turn. Returns False to leave. Errors are reported and
         the chat goes on."""
         try:
+            if not _is_text(line):
+                self.failed = True
+                self.notice("error: that input is not valid UTF-8 text; nothing was sent")
+                return True
             if line.startswith("/"):
                 return await self.command(line)
             await self.turn(line)
@@ -304,14 +322,67 @@ class ChatRepl:
             self.notice(f"error: {type(error).__name__}: {error}")
         return True
 
+    def _pasted(self, line: str, read: Callable[[str], str | None]) -> str:
+        """A bracketed paste: every line up to the end marker is one message (a terminal
+        without readline's handling of it, or input piped from one, sends the markers)."""
+        lines = [line]
+        while PASTE_END not in lines[-1]:
+            more = read("")
+            if more is None:
+                break
+            lines.append(more)
+        return "\n".join(lines).replace(PASTE_START, "").replace(PASTE_END, "")
+
+    def _multi(self, read: Callable[[str], str | None]) -> str | None:
+        """``/multi``: the lines up to a line ``/end`` are one message (``None`` when it is
+        empty)."""
+        self.notice("multi-line message: end it with a line /end")
+        lines: list[str] = []
+        while True:
+            line = read("... ")
+            if line is None or line.strip() == "/end":
+                break
+            lines.append(line)
+        text = "\n".join(lines).strip("\n")
+        if not text.strip():
+            self.notice("empty message: nothing sent")
+            return None
+        return text
+
+    def _edit(self) -> str | None:
+        """``/edit``: the message written in ``$VISUAL`` or ``$EDITOR`` (``vi`` without
+        either); ``None`` when the editor failed or left the file empty."""
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        with tempfile.TemporaryDirectory(prefix="chatkeep-edit-") as folder:
+            path = Path(folder) / "message.md"
+            path.write_text("", encoding="utf-8")
+            try:
+                done = subprocess.run([*shlex.split(editor), str(path)], check=False)
+            except OSError as error:
+                self.failed = True
+                self.notice(f"error: cannot run the editor {editor!r}: {error.strerror}")
+                return None
+            if done.returncode != 0:
+                self.notice(f"the editor exited with {done.returncode}: nothing sent")
+                return None
+            text = path.read_text(encoding="utf-8", errors="surrogateescape").strip("\n")
+        if not text.strip():
+            self.notice("empty message: nothing sent")
+            return None
+        return text
+
     def run(self, source: TextIO, loop: asyncio.AbstractEventLoop) -> int:
         """Read lines until ``/quit``, the end of input or Ctrl-C at an empty prompt, each
         handled on ``loop`` (idle while a line is read). Returns the exit code: 0, 1 if a
         turn failed, 130 when Ctrl-C ended it."""
         prompt = _Prompt() if source.isatty() else None
+
+        def read(text: str = "you> ") -> str | None:
+            return prompt.read(text) if prompt is not None else _next_line(source)
+
         while True:
             try:
-                line = prompt.read("you> ") if prompt is not None else _next_line(source)
+                line = read()
             except KeyboardInterrupt:
                 if prompt is not None and prompt.had_text:
                     continue  # the line is cleared; a new prompt
@@ -321,6 +392,13 @@ class ChatRepl:
                 if prompt is not None:
                     self.say()
                 break
+            if PASTE_START in line:
+                line = self._pasted(line, read)
+            elif line.strip() in ("/multi", "/edit"):
+                composed = self._multi(read) if line.strip() == "/multi" else self._edit()
+                if composed is None:
+                    continue
+                line = composed
             line = line.strip()
             if not line:
                 continue
@@ -339,6 +417,16 @@ class ChatRepl:
             if not keep:
                 break
         return 1 if self.failed else 0
+
+
+def _is_text(line: str) -> bool:
+    """Whether ``line`` is real text: bytes that were not UTF-8 come in from stdin as lone
+    surrogates, which no store and no model accepts."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _next_line(source: TextIO) -> str | None:
@@ -382,6 +470,10 @@ class _Prompt:
                 self.history = history_file()
             except (RuntimeError, OSError):  # no home directory to find
                 self.history = None
+        if self.readline is not None:
+            # A paste of several lines arrives as one line (with its newlines): one message.
+            with contextlib.suppress(Exception):
+                self.readline.parse_and_bind("set enable-bracketed-paste on")
         if self.history is not None:
             self.readline.set_history_length(HISTORY_LINES)
             with contextlib.suppress(OSError, ValueError):
@@ -443,6 +535,13 @@ def run_chat(
         vendor=vendor, protocol=protocol, model=model, base_url=base_url, no_store=no_store
     )
     store = open_store_for(choice)
+    try:
+        # Reach the store before the banner: an unreachable one is one error line, exit 2,
+        # never a banner and then a failure on the first turn.
+        store.read(session or "chatkeep-cli-probe", -1)
+    except BaseException:
+        store.close()
+        raise
     repl = ChatRepl(
         store,
         client,

@@ -1,4 +1,4 @@
-"""The ``chatkeep`` command (click): ``backends``, ``demo``, ``sessions``, ``chat``,
+"""The ``chatkeep`` command (click): ``backends``, ``info``, ``demo``, ``sessions``, ``chat``,
 ``export``, ``import``, ``migrate``, ``conformance``, ``completion``.
 
 Every command that touches a store takes ``--url``; without it ``$CHATKEEP_URL``; without that
@@ -151,6 +151,23 @@ def backends(as_json: bool) -> int:
     ]
     print_table(("NAME", "DISTRIBUTION", "VERSION", "SCHEMES", "CAPABILITIES"), rows)
     return 0
+
+
+# --- info -----------------------------------------------------------------------------
+
+
+@cli.command(
+    epilog="\b\nExamples:\n  chatkeep info\n  chatkeep info --url redis://localhost:6379/0 --json"
+)
+@url_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of lines.")
+def info(url: str | None, as_json: bool) -> int:
+    """Where the data is: the store URL (secrets hidden) and where it came from, backend and
+    version, capabilities, session count, and a SQLite file's path and size (read-only)."""
+    from .info import run_info
+    from .stores import choose
+
+    return run_info(choose(url), as_json=as_json)
 
 
 # --- demo -----------------------------------------------------------------------------
@@ -484,9 +501,21 @@ def completion(shell: str) -> int:
 
 
 def _error(text: str) -> None:
+    """One line on stderr: a driver's multi-line message is joined, secrets hidden."""
     from chatkeep.core.urls import redact_text
 
-    print(f"chatkeep: error: {redact_text(text)}", file=sys.stderr, flush=True)
+    line = " ".join(redact_text(text).split())
+    print(f"chatkeep: error: {line}", file=sys.stderr, flush=True)
+
+
+def _quiet_library_logs() -> None:
+    """The CLI reports a failure in one line; a backend's retry warnings before it would
+    only be noise (no handler of chatkeep's loggers: Python's last-resort one prints them)."""
+    import logging
+
+    chatkeep_logger = logging.getLogger("chatkeep")
+    if not chatkeep_logger.handlers:
+        chatkeep_logger.addHandler(logging.NullHandler())
 
 
 def _silence_stdout() -> None:
@@ -505,6 +534,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if "chatkeep.cli.stores" in sys.modules:
         sys.modules["chatkeep.cli.stores"].forget_store()
+    _quiet_library_logs()
     try:
         try:
             result = cli.main(args=arguments, prog_name="chatkeep", standalone_mode=False)
@@ -542,8 +572,9 @@ def _with_store(message: str) -> str:
     """``message`` naming the store the command used, unless it already does."""
     from chatkeep.core.urls import redact_url
 
-    from .stores import current_store
+    from .stores import as_typed, current_store
 
+    message = as_typed(message)
     choice = current_store()
     if choice is None or redact_url(choice.url) in message or "(from " in message:
         return message

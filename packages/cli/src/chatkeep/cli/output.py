@@ -107,11 +107,17 @@ class Progress:
             self._last_line = now
             self._line(progress, rate)
 
-    def _line(self, progress: Any, rate: str) -> None:
+    def _line(self, progress: Any, rate: str, *, final: bool = False) -> None:
         self._printed = True
-        total = "?" if progress.sessions_total is None else str(progress.sessions_total)
+        done = progress.sessions_done
+        if progress.sessions_total is not None:
+            sessions = f"{done}/{progress.sessions_total} sessions"
+        elif final:  # the listing is over: the total is what was done
+            sessions = f"{done}/{done} sessions"
+        else:  # listed lazily: no total yet, and never a "541/?"
+            sessions = f"{done} sessions so far"
         print(
-            f"{self.verb}: {progress.sessions_done}/{total} sessions, "
+            f"{self.verb}: {sessions}, "
             f"{progress.records_done} records, {progress.bytes_done} bytes, {rate}",
             file=self.stream,
             flush=True,
@@ -127,7 +133,7 @@ class Progress:
             self._rich.stop()
         elif self._last is not None and kind is None and self._printed:
             elapsed = max(float(self._last.elapsed), 1e-9)
-            self._line(self._last, f"{self._last.records_done / elapsed:,.0f} rec/s")
+            self._line(self._last, f"{self._last.records_done / elapsed:,.0f} rec/s", final=True)
 
     @property
     def callback(self) -> Callable[[Any], None]:

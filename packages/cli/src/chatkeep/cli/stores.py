@@ -14,7 +14,6 @@ SQLite file that does not exist is one line naming the URL and its source, never
 from __future__ import annotations
 
 import contextvars
-import difflib
 import os
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ from chatkeep.core import (
     open_store,
     redact_url,
 )
+from chatkeep.core.schemes import extra_for, suggest_url
 
 from .defaults import DEFAULT_HELP, DEFAULT_URL
 
@@ -37,6 +37,7 @@ __all__ = [
     "BadStoreUrl",
     "StoreChoice",
     "StoreMissing",
+    "as_typed",
     "check_url",
     "choose",
     "current_store",
@@ -51,20 +52,14 @@ URL_EXAMPLES = (
     "a store URL looks like sqlite:///chats.db (relative), sqlite:////abs/chats.db, "
     "redis://localhost:6379/0, postgresql://user@host/db or memory://"
 )
-#: In-repo backends that may simply not be installed: scheme -> the extra that brings it.
-_EXTRAS = {
-    "redis": "redis",
-    "rediss": "redis",
-    "redis+cluster": "redis",
-    "postgresql": "postgres",
-    "postgres": "postgres",
-    "s3": "s3",
-    "azblob": "azure-blob",
-    "encrypted": "encrypted",
-}
-
 _current: contextvars.ContextVar[StoreChoice | None] = contextvars.ContextVar(
     "chatkeep_cli_store", default=None
+)
+
+
+# (URL opened, URL typed), both redacted, when a read command added ?mode=ro.
+_opened_as: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "chatkeep_cli_opened_as", default=None
 )
 
 
@@ -94,7 +89,9 @@ class StoreChoice:
 def choose(url: str | None, *, option: str = "--url") -> StoreChoice:
     """The store a command uses: ``url`` (given as ``option``), else ``$CHATKEEP_URL``, else
     :data:`DEFAULT_URL`."""
-    if url:
+    if url is not None:
+        if not url.strip():
+            raise BadStoreUrl(f"{option} is empty: give a store URL ({URL_EXAMPLES})")
         return StoreChoice(url, option)
     from_env = os.environ.get("CHATKEEP_URL")
     if from_env:
@@ -105,6 +102,16 @@ def choose(url: str | None, *, option: str = "--url") -> StoreChoice:
 def forget_store() -> None:
     """Start a command with no store chosen yet."""
     _current.set(None)
+    _opened_as.set(None)
+
+
+def as_typed(message: str) -> str:
+    """``message`` with the URL a read command opened (``?mode=ro`` added) shown as the user
+    typed it: a driver's error must not show an option nobody gave."""
+    opened = _opened_as.get()
+    if opened is None:
+        return message
+    return message.replace(opened[0], opened[1])
 
 
 def current_store() -> StoreChoice | None:
@@ -117,33 +124,38 @@ def _scheme(url: str) -> str:
 
 
 def check_url(choice: StoreChoice) -> None:
-    """Refuse a bare path or an unknown scheme with a suggestion, before any backend runs."""
+    """Refuse a bare path, a URL with too few slashes or an unknown scheme with a suggestion
+    (:func:`chatkeep.core.schemes.suggest_url`), and a missing in-repo backend with the extra
+    that installs it, before any backend runs."""
     url = choice.url
     shown = redact_url(url)
+    found = backends().values()
+    installed = {s for info in found for s in info.schemes}
+    suggestion = suggest_url(url, installed)
     if "://" not in url:
-        suggestion = f"sqlite:///{url}"  # an absolute path gets its fourth slash
+        hint = f"did you mean {suggestion!r}? " if suggestion else ""
+        raise BadStoreUrl(
+            f"{shown!r} (from {choice.source}) is not a store URL; {hint}({URL_EXAMPLES})"
+        )
+    scheme = _scheme(url)
+    head = scheme.split("+", 1)[0]
+    wrappers = {s for info in found if info.wrapper for s in info.schemes}
+    if suggestion is not None and (scheme in installed or head in wrappers):
         raise BadStoreUrl(
             f"{shown!r} (from {choice.source}) is not a store URL; did you mean "
             f"{suggestion!r}? ({URL_EXAMPLES})"
         )
-    scheme = _scheme(url)
-    found = backends().values()
-    installed = {s for info in found for s in info.schemes}
     if scheme in installed:
         return
-    head = scheme.split("+", 1)[0]
-    wrappers = {s for info in found if info.wrapper for s in info.schemes}
     if "+" in scheme and head in wrappers:
         return  # a wrapper (encrypted+...): the core checks the inner URL
-    if scheme in _EXTRAS or (head == "encrypted" and "+" in scheme):
-        extra = _EXTRAS.get(scheme) or _EXTRAS[head]
+    extra = extra_for(scheme)
+    if extra is not None:
         raise BadStoreUrl(
             f"the {extra} backend is not installed (needed for {shown}, from "
             f"{choice.source}): pip install 'chatkeep[{extra}]'"
         )
-    known = sorted(installed | set(_EXTRAS))
-    close = difflib.get_close_matches(scheme, known, n=1, cutoff=0.6)
-    hint = f"did you mean {close[0]!r}? " if close else ""
+    hint = f"did you mean {suggestion!r}? " if suggestion else ""
     raise BadStoreUrl(
         f"no backend has the scheme {scheme!r} of {shown} (from {choice.source}); {hint}"
         f"{URL_EXAMPLES}; installed schemes: {', '.join(sorted(installed))}"
@@ -184,6 +196,7 @@ def open_store_for(choice: StoreChoice, *, read_only: bool = False) -> Store:
     url = choice.url
     if read_only and _read_only_scheme(_scheme(url)):
         url = _with_read_only(url)
+        _opened_as.set((redact_url(url), redact_url(choice.url)))
     try:
         return open_store(url)
     except UnknownBackend as error:  # a wrapper's inner scheme

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
-from chatkeep.core import Store
-from chatkeep.core.errors import VerificationFailed
+from chatkeep.core import ChatkeepError, Store
+from chatkeep.core.errors import SessionNotFound, VerificationFailed
 from chatkeep.core.transfer import TransferStats, export_jsonl, import_jsonl, migrate
 from chatkeep.core.urls import redact_text
 from chatkeep.core.views import list_conversations
@@ -22,7 +22,7 @@ from chatkeep.core.views import list_conversations
 from .output import Progress
 from .stores import StoreChoice, open_store_for
 
-__all__ = ["run_export", "run_import", "run_migrate"]
+__all__ = ["FileUnusable", "run_export", "run_import", "run_migrate"]
 
 
 @contextmanager
@@ -34,12 +34,28 @@ def _opened(choice: StoreChoice, *, read_only: bool) -> Iterator[Store]:
         store.close()
 
 
+class FileUnusable(ChatkeepError, OSError):
+    """The ``-i``/``-o`` file could not be opened (missing, a directory, no permission)."""
+
+
 @contextmanager
 def _file(name: str, mode: str, default: IO[str]) -> Iterator[IO[str]]:
     if name == "-":
+        # The export format is UTF-8 whatever the locale says.
+        encoding = getattr(default, "encoding", None) or ""
+        if encoding.lower().replace("-", "") != "utf8":
+            reconfigure = getattr(default, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(encoding="utf-8")
         yield default
         return
-    with open(name, mode, encoding="utf-8", newline="") as handle:
+    try:
+        handle = open(name, mode, encoding="utf-8", newline="")  # noqa: SIM115
+    except OSError as error:
+        verb = "read" if mode == "r" else "write"
+        reason = error.strerror or type(error).__name__
+        raise FileUnusable(f"cannot {verb} {name!r}: {reason}") from None
+    with handle:
         yield handle
 
 
@@ -72,9 +88,10 @@ def run_export(choice: StoreChoice, sessions: list[str] | None, output: str) -> 
 
 def run_import(choice: StoreChoice, source: str) -> int:
     """Import JSON Lines (stdin or a file) into the chosen store."""
+    # The input first: a missing file must not create the store.
     with (
-        _opened(choice, read_only=False) as store,
         _file(source, "r", sys.stdin) as data,
+        _opened(choice, read_only=False) as store,
         Progress("import") as progress,
     ):
         stats = import_jsonl(store, data, progress=progress.callback)
@@ -86,19 +103,29 @@ def run_migrate(
     source: StoreChoice, destination: StoreChoice, sessions: list[str] | None, *, verify: bool
 ) -> int:
     """Copy ``source`` into ``destination`` and verify; 1 when the copy does not match."""
-    with _opened(source, read_only=True) as src, _opened(destination, read_only=False) as dst:
-        try:
-            with Progress("migrate") as progress:
-                stats = migrate(
-                    src,
-                    dst,
-                    sessions=_counted(src, sessions),
-                    progress=progress.callback,
-                    verify=verify,
-                )
-        except VerificationFailed as error:
-            print(f"chatkeep: {redact_text(str(error))}", file=sys.stderr)
-            return 1
+    with _opened(source, read_only=True) as src:
+        # A session the source does not have is the source's problem: say so before the
+        # destination is opened (and created).
+        for session_id in sessions or ():
+            if not src.read(session_id, 0, 1):
+                raise SessionNotFound(session_id)
+        with _opened(destination, read_only=False) as dst:
+            return _copy(src, dst, sessions, verify=verify)
+
+
+def _copy(src: Store, dst: Store, sessions: list[str] | None, *, verify: bool) -> int:
+    try:
+        with Progress("migrate") as progress:
+            stats = migrate(
+                src,
+                dst,
+                sessions=_counted(src, sessions),
+                progress=progress.callback,
+                verify=verify,
+            )
+    except VerificationFailed as error:
+        print(f"chatkeep: {redact_text(str(error))}", file=sys.stderr)
+        return 1
     checked = " and verified" if verify else " (not verified)"
     print(_summary("copied", stats) + checked, file=sys.stderr)
     return 0

@@ -60,6 +60,7 @@ from chatkeep.core import (
     UnknownContent,
     UriContent,
 )
+from chatkeep.core.adapters import plain_message
 
 __all__ = ["MESSAGE_KEY", "UNKNOWN_TYPE", "from_chatkeep", "from_dict", "to_chatkeep"]
 
@@ -298,42 +299,6 @@ def _is_call(call: Any) -> bool:
     )
 
 
-def _plain_content(content: Content) -> dict[str, Any]:
-    """A content in the codec's dict form, its values left as they are (not tagged)."""
-    if isinstance(content, UnknownContent):
-        return content.raw
-    out: dict[str, Any]
-    if isinstance(content, TextContent):
-        out = {"type": "text", "text": content.text}
-    elif isinstance(content, FunctionCallContent):
-        out = {"type": "function_call", "call_id": content.call_id, "name": content.name}
-        out["arguments"] = content.arguments
-    elif isinstance(content, FunctionResultContent):
-        out = {"type": "function_result", "call_id": content.call_id, "result": content.result}
-    elif isinstance(content, DataContent):
-        encoded = base64.b64encode(content.data).decode("ascii")
-        out = {"type": "data", "uri": f"data:{content.media_type};base64,{encoded}"}
-        out["media_type"] = content.media_type
-    elif isinstance(content, UriContent):
-        out = {"type": "uri", "uri": content.uri, "media_type": content.media_type}
-    else:
-        out = {"type": "text_reasoning", "text": content.text}
-        out["protected_data"] = content.protected_data
-    out["additional_properties"] = content.additional_properties
-    return out
-
-
-def _plain(message: Message) -> dict[str, Any]:
-    """A message in the codec's dict form (what a record holds), values untagged."""
-    return {
-        "type": "message",
-        "role": message.role,
-        "contents": [_plain_content(content) for content in message.contents],
-        "author_name": message.author_name,
-        "additional_properties": message.additional_properties,
-    }
-
-
 def from_dict(message: Mapping[str, Any]) -> BaseMessage | None:
     """The LangChain message a chatkeep message made by :func:`to_chatkeep` stands for,
     from the message's dict form (a decoded record); ``None`` if it was not made from a
@@ -376,7 +341,7 @@ def from_dict(message: Mapping[str, Any]) -> BaseMessage | None:
 
 
 def _rebuild(message: Message) -> BaseMessage | None:
-    return from_dict(_plain(message))
+    return from_dict(plain_message(message))
 
 
 def _call_of(call: Mapping[str, Any]) -> dict[str, Any]:

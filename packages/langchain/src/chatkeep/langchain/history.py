@@ -12,24 +12,22 @@ from langchain_core.messages import BaseMessage
 
 from chatkeep.core import (
     AppendConflict,
-    EncodeError,
     Record,
     Store,
+    TailCache,
     ViewError,
     check_session_id,
     delete_session,
-    encode_records,
     new_id,
     read_view,
 )
-from chatkeep.core.adapters import adapter_store, plain_tail
+from chatkeep.core.adapters import adapter_store, plain_tail, stamped_records
 from chatkeep.core.codec import MARKER
 from chatkeep.core.metadata import (
     CountMark,
     RunningCount,
     read_view_counted,
     tail_running_count,
-    utc_stamp,
 )
 from chatkeep.core.views import Checkpoint
 
@@ -84,6 +82,11 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
         # The running count the last read proved (chatkeep.core.metadata), for the mark the
         # next add_messages writes; None when nothing proved it.
         self._count: RunningCount | None = None
+        # The plain records the last read took (and those appended since), trusted after a
+        # tail read shows the log still ends with them (chatkeep.core.TailCache): the next
+        # read parses them again instead of reading the history. Records, not messages, so
+        # what a caller does to the messages it gets never reaches the cache.
+        self._cache: TailCache[Record] = TailCache()
 
     @property
     def store(self) -> Store:
@@ -102,7 +105,10 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
         # anything else (control records, tagged values, messages other chatkeep code
         # wrote, damage) goes through the view, which reports damage with its position.
         limit = self.max_messages
-        records = plain_tail(self._store, self.session_id, limit)
+        records = self._cache.check(self._store, self.session_id, limit)
+        cached = records is not None
+        if records is None:
+            records = plain_tail(self._store, self.session_id, limit)
         if records is not None:
             out = []
             for record in records:
@@ -113,7 +119,20 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
             else:
                 whole = limit is None or len(records) < limit
                 self._count = tail_running_count(records, whole=whole)
+                if not cached:
+                    tail = records[-1] if records else None
+                    self._cache.fill(
+                        self._store,
+                        self.session_id,
+                        records,
+                        tail_id=None if tail is None else tail.id,
+                        tail_data=None if tail is None else tail.data,
+                        nbytes=sum(len(record.data) for record in records),
+                        key=limit,
+                        limit=limit,
+                    )
                 return out
+        self._cache.clear()
         view, self._count = read_view_counted(self._store, self.session_id, limit=limit)
         return [from_chatkeep(message) for message in view]
 
@@ -132,6 +151,7 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
         if records:
             self._store.append(self.session_id, records)
             self._count = None if count is None else count.extended(records)
+            self._took(records)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async :meth:`add_messages`."""
@@ -140,29 +160,22 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
         if records:
             await asyncio.to_thread(self._store.append, self.session_id, records)
             self._count = None if count is None else count.extended(records)
+            self._took(records)
+
+    def _took(self, records: list[Record]) -> None:
+        """The cache follows this object's own append (a record that is not plain, and
+        the next read takes the view)."""
+        if any(_TAGGED in record.data for record in records):
+            self._cache.clear()
+        else:
+            self._cache.extend(records, records)
 
     def _records(
         self, messages: Sequence[BaseMessage], count: RunningCount | None = None
     ) -> list[Record]:
-        """The batch's records, each stamped with the time it is stored (the reserved
-        ``chatkeep.stored_at`` key, taken out again on reading, so the messages read back
-        equal the ones added and ``chatkeep sessions list`` shows when they were); with
-        ``count`` (what the last read proved), the last one carries the running count
-        under ``chatkeep.count``, as ``HistoryProvider`` writes it."""
-        records = []
-        stamp = utc_stamp()
-        converted_all = [to_chatkeep(message, message_id=new_id()) for message in messages]
-        if count is not None:
-            converted_all = count.mark(converted_all)
-        for position, converted in enumerate(converted_all):
-            try:
-                (record,) = encode_records([converted], stored_at=stamp)
-            except EncodeError as exc:
-                raise EncodeError(
-                    f"message {position} of the batch cannot be stored: {exc}; nothing was added"
-                ) from exc
-            records.append(record)
-        return records
+        """The batch's records (:func:`~chatkeep.core.adapters.stamped_records`)."""
+        converted = [to_chatkeep(message, message_id=new_id()) for message in messages]
+        return stamped_records(converted, count, noun="message")
 
     # -- clearing and closing ----------------------------------------------------------------
 
@@ -171,6 +184,7 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
         the session keep their history), otherwise hidden from the view (the log keeps
         it)."""
         self._count = None
+        self._cache.clear()
         if self._store.supports("delete"):
             delete_session(self._store, self.session_id)
         else:

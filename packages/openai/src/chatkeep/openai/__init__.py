@@ -3,9 +3,8 @@
 One application, four ways to keep its history::
 
     from chatkeep.core import Agent, HistoryProvider
-    from chatkeep.openai import (
-        ChatCompletionsClient, ConversationsClient, ResponsesClient, make_client,
-    )
+    from chatkeep.openai import ChatCompletionsClient, ConversationsClient, ResponsesClient
+    from chatkeep.vendors import make_client
 
     Agent(ChatCompletionsClient("gpt-5-mini"), history_provider=HistoryProvider(url))  # client
     Agent(ResponsesClient("gpt-5-mini", store=False), history_provider=HistoryProvider(url))
@@ -15,8 +14,6 @@ One application, four ways to keep its history::
 
 The agent code (``agent.run(text, session)``) is the same for all of them.
 """
-
-from chatkeep.vendors import MissingPackage, make_client
 
 from ._base import OpenAIClientBase
 from .chat_completions import ChatCompletionsClient
@@ -31,13 +28,11 @@ __all__ = [
     "ChatCompletionsClient",
     "ConversationNotFound",
     "ConversationsClient",
-    "MissingPackage",
     "OpenAIClientBase",
     "ResponseFailed",
     "ResponsesClient",
     "from_chat_messages",
     "from_items",
-    "make_client",
     "migrate_to_client_managed",
     "to_chat_messages",
     "to_items",

@@ -50,6 +50,7 @@ from chatkeep.core import (
     UnknownContent,
     UriContent,
 )
+from chatkeep.core.adapters import plain_message
 
 __all__ = ["ITEM_KEY", "UNKNOWN_TYPE", "item_to_message", "message_to_items"]
 
@@ -251,40 +252,6 @@ def item_to_message(item: Mapping[str, Any], *, message_id: str | None = None) -
 # -- messages -> items ----------------------------------------------------------------------
 
 
-def _plain_content(content: Content) -> dict[str, Any]:
-    """A content in the codec's dict form, its values left as they are (not tagged)."""
-    if isinstance(content, UnknownContent):
-        return content.raw
-    out: dict[str, Any]
-    if isinstance(content, TextContent):
-        out = {"type": "text", "text": content.text}
-    elif isinstance(content, FunctionCallContent):
-        out = {"type": "function_call", "call_id": content.call_id, "name": content.name}
-        out["arguments"] = content.arguments
-    elif isinstance(content, FunctionResultContent):
-        out = {"type": "function_result", "call_id": content.call_id, "result": content.result}
-    elif isinstance(content, DataContent):
-        out = {"type": "data", "uri": _data_uri(content.data, content.media_type)}
-        out["media_type"] = content.media_type
-    elif isinstance(content, UriContent):
-        out = {"type": "uri", "uri": content.uri, "media_type": content.media_type}
-    else:
-        out = {"type": "text_reasoning", "text": content.text}
-        out["protected_data"] = content.protected_data
-    out["additional_properties"] = content.additional_properties
-    return out
-
-
-def _plain(message: Message) -> dict[str, Any]:
-    """A message in the codec's dict form (what a record holds), values untagged."""
-    return {
-        "type": "message",
-        "role": message.role,
-        "contents": [_plain_content(content) for content in message.contents],
-        "additional_properties": message.additional_properties,
-    }
-
-
 def _only(contents: list[Any], kind: str) -> dict[str, Any] | None:
     if len(contents) == 1 and isinstance(contents[0], dict) and contents[0].get("type") == kind:
         return contents[0]
@@ -293,8 +260,8 @@ def _only(contents: list[Any], kind: str) -> dict[str, Any] | None:
 
 def item_of_dict(message: Mapping[str, Any]) -> dict[str, Any] | None:
     """The item a message made by :func:`item_to_message` stands for, from the message's
-    dict form (a decoded record, or :func:`_plain`); ``None`` if it was not made from an
-    item."""
+    dict form (a decoded record, or :func:`~chatkeep.core.adapters.plain_message`); ``None``
+    if it was not made from an item."""
     properties = message.get("additional_properties")
     kept = properties.get(ITEM_KEY) if isinstance(properties, dict) else None
     if not isinstance(kept, dict) or not isinstance(kept.get("item"), dict):
@@ -359,7 +326,7 @@ def item_of_dict(message: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _item_of(message: Message) -> dict[str, Any] | None:
-    return item_of_dict(_plain(message))
+    return item_of_dict(plain_message(message))
 
 
 def message_to_items(message: Message) -> list[dict[str, Any]]:

@@ -11,13 +11,12 @@ from agents.memory.session_settings import coerce_session_settings
 
 from chatkeep.core import (
     ChatkeepError,
-    EncodeError,
     Message,
     Record,
     Store,
+    TailCache,
     check_session_id,
     delete_session,
-    encode_records,
     new_id,
 )
 from chatkeep.core.adapters import (
@@ -28,6 +27,7 @@ from chatkeep.core.adapters import (
     plain_tail,
     session_lock,
     settled,
+    stamped_records,
 )
 from chatkeep.core.codec import MARKER, parse_json
 from chatkeep.core.metadata import (
@@ -35,7 +35,6 @@ from chatkeep.core.metadata import (
     aread_view_counted,
     read_view_counted,
     tail_running_count,
-    utc_stamp,
 )
 from chatkeep.core.views._program import run
 
@@ -147,6 +146,12 @@ class ChatkeepSession:
         # The running count the last read proved (chatkeep.core.metadata), for the mark the
         # next add_items writes; None when nothing proved it.
         self._count: RunningCount | None = None
+        # The plain records the last get_items read (and those add_items appended since),
+        # trusted after a tail read shows the log ends with them (chatkeep.core.TailCache):
+        # the next get_items reads a few records instead of the history. Records, not
+        # items: each read parses them again, so what the SDK does to the items it gets
+        # never reaches the cache.
+        self._cache: TailCache[Record] = TailCache()
 
     # -- properties ------------------------------------------------------------------------
 
@@ -190,6 +195,10 @@ class ChatkeepSession:
                 in_thread(self._store, ("append",), self._store.append, self.session_id, records)
             )
         self._count = None if count is None else count.extended(records)
+        if any(_TAGGED in record.data for record in records):
+            self._cache.clear()  # not a plain record: the next read takes the view
+        else:
+            self._cache.extend(records, records)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove the newest item from the history and return it (``None`` if empty).
@@ -200,6 +209,7 @@ class ChatkeepSession:
         """
         self._check_open()
         self._count = None
+        self._cache.clear()
         message = await settled(in_thread(self._store, None, self._pop))
         if message is None:
             return None
@@ -211,6 +221,7 @@ class ChatkeepSession:
         ``delete`` (forks of it keep their history), otherwise hidden from the view."""
         self._check_open()
         self._count = None
+        self._cache.clear()
         await settled(in_thread(self._store, None, self._clear))
 
     # -- closing ---------------------------------------------------------------------------
@@ -264,24 +275,53 @@ class ChatkeepSession:
 
     def _read_items(self, count: int | None) -> list[TResponseInputItem]:
         # The fast path: plain message records decoded straight to items (no Message
-        # objects); anything else (control records, tagged values, messages other
-        # chatkeep code wrote, damage) goes through the view, which reports damage.
-        records = plain_tail(self._store, self.session_id, count)
-        items = _items_of_records(records)
-        if items is not None and records is not None:
-            self._count = _tail_count(records, count)
+        # objects), from the cache when the log's tail shows it is still the log's end;
+        # anything else (control records, tagged values, messages other chatkeep code
+        # wrote, damage) goes through the view, which reports damage.
+        records = self._cache.check(self._store, self.session_id, count)
+        cached = records is not None
+        if records is None:
+            records = plain_tail(self._store, self.session_id, count)
+        items = self._plain_items(records, count, cached)
+        if items is not None:
             return items
         return self._items(self._read(count), count)
 
     async def _aread_items(self, count: int | None) -> list[TResponseInputItem]:
         # _read_items awaited on the caller's loop (a store with loop-safe async hooks).
-        records = await aplain_tail(self._store, self.session_id, count)
-        items = _items_of_records(records)
-        if items is not None and records is not None:
-            self._count = _tail_count(records, count)
+        records = await self._cache.acheck(self._store, self.session_id, count)
+        cached = records is not None
+        if records is None:
+            records = await aplain_tail(self._store, self.session_id, count)
+        items = self._plain_items(records, count, cached)
+        if items is not None:
             return items
         messages, self._count = await aread_view_counted(self._store, self.session_id, limit=count)
         return self._items(messages, count)
+
+    def _plain_items(
+        self, records: list[Record] | None, count: int | None, cached: bool
+    ) -> list[TResponseInputItem] | None:
+        """The items of a plain tail (``cached``, or just read: the cache then holds it),
+        or ``None`` (the cache emptied) when the view must be read."""
+        items = _items_of_records(records)
+        if items is None or records is None:
+            self._cache.clear()
+            return None
+        self._count = _tail_count(records, count)
+        if not cached:
+            tail = records[-1] if records else None
+            self._cache.fill(
+                self._store,
+                self.session_id,
+                records,
+                tail_id=None if tail is None else tail.id,
+                tail_data=None if tail is None else tail.data,
+                nbytes=sum(len(record.data) for record in records),
+                key=count,
+                limit=count,
+            )
+        return items
 
     @staticmethod
     def _items(messages: Sequence[Message], count: int | None) -> list[TResponseInputItem]:
@@ -295,25 +335,9 @@ class ChatkeepSession:
     def _records(
         self, items: Sequence[TResponseInputItem], count: RunningCount | None = None
     ) -> list[Record]:
-        """The batch's records, each stamped with the time it is stored (the reserved
-        ``chatkeep.stored_at`` key, taken out again on reading, so the items read back
-        are the ones added and ``chatkeep sessions list`` shows when they were); with
-        ``count`` (what the last read proved), the last one carries the running count
-        under ``chatkeep.count``, as ``HistoryProvider`` writes it."""
-        records = []
-        stamp = utc_stamp()
+        """The batch's records (:func:`~chatkeep.core.adapters.stamped_records`)."""
         messages = [item_to_message(cast(Any, item), message_id=new_id()) for item in items]
-        if count is not None:
-            messages = count.mark(messages)
-        for position, message in enumerate(messages):
-            try:
-                (record,) = encode_records([message], stored_at=stamp)
-            except EncodeError as exc:
-                raise EncodeError(
-                    f"item {position} of the batch cannot be stored: {exc}; nothing was added"
-                ) from exc
-            records.append(record)
-        return records
+        return stamped_records(messages, count, noun="item")
 
     def _pop(self) -> Message | None:
         with session_lock(self._store, self.session_id):

@@ -65,6 +65,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "python -m chatkeep.t
     )
     if options.json:
         print(json.dumps(report.as_dict(), indent=2))
+    elif report.backend is None:  # nothing ran: one line, not a table of zeros
+        print(f"{prog}: {' '.join(str(report.error).split())}", file=sys.stderr)
     else:
         print()
         print(report.format())

@@ -31,13 +31,14 @@ import importlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
     from chatkeep.core import Store
 
+    from ._scrub import Scrubber
     from ._tracking import Tracker
     from ._workers import WorkerFleet
     from .settings import SuiteSettings
@@ -71,6 +72,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
     clean_sys_path()
     register_assert_rewrite()
+    _CONFIGS.append(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Forget the configuration of a finished (possibly nested) session."""
+    if config in _CONFIGS:
+        _CONFIGS.remove(config)
+
+
+#: The configurations of the running sessions, innermost last (warnings hooks get none).
+_CONFIGS: list[pytest.Config] = []
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -88,6 +100,68 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
     except OSError:
         return None
     return pytest.Dir.from_parent(parent, path=path) if ours else None
+
+
+# --- no secret of the store URL in any output ------------------------------------------
+
+_SCRUBBER = pytest.StashKey["Scrubber"]()
+
+
+def _scrubber(config: pytest.Config, url: object = None) -> Scrubber | None:
+    """This run's scrubber, created (importing chatkeep) only once a URL is known."""
+    scrubber = config.stash.get(_SCRUBBER, None)
+    option = config.getoption("chatkeep_url", default=None)
+    if scrubber is None and (option or isinstance(url, str)):
+        from ._scrub import Scrubber
+
+        scrubber = config.stash[_SCRUBBER] = Scrubber()
+    if scrubber is not None:
+        scrubber.add(option)
+        scrubber.add(url)
+    return scrubber
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Take the URL's secrets out of a test's report (tracebacks with the fixtures'
+    values, ``-l`` locals, assertion messages, captured output) before anything shows it:
+    the terminal, ``-rA``, the JSON report, xdist's controller."""
+    report = yield
+    funcargs = getattr(item, "funcargs", {})
+    scrubber = _scrubber(item.config, funcargs.get("chatkeep_url"))
+    if scrubber is not None:
+        from ._scrub import scrub_report
+
+        scrub_report(report, scrubber)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """The same for collection errors."""
+    report = yield
+    scrubber = _scrubber(collector.config)
+    if scrubber is not None:
+        from ._scrub import scrub_report
+
+        scrub_report(report, scrubber)
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_warning_recorded(warning_message: Any, when: str, nodeid: str, location: object) -> None:
+    """The same for warnings, before the terminal summary records them."""
+    config = _CONFIGS[-1] if _CONFIGS else None
+    scrubber = _scrubber(config) if config is not None else None
+    if scrubber is None or not scrubber.active:
+        return
+    text = str(warning_message.message)
+    if scrubber(text) != text:
+        category = type(warning_message.message)
+        try:
+            warning_message.message = category(scrubber(text))
+        except Exception:
+            warning_message.message = UserWarning(scrubber(text))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

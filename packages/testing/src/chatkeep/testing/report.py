@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .requirements import CAPABILITY_ORDER, CORE, HOOK_GROUPS, REQUIREMENTS
+from .rules import Rule, rule_for
 
 __all__ = [
     "FAIL",
@@ -169,6 +170,14 @@ class ConformanceReport:
         raise KeyError(name)
 
     @property
+    def unproved(self) -> tuple[str, ...]:
+        """Rows only a test hook proves, whose hook the backend does not provide
+        (``damage``, ``erasure``, ``durability``): ``full`` says nothing about them."""
+        if self.backend is None:
+            return ()
+        return tuple(row.name for row in self.capabilities if row.status == NOT_PROVIDED)
+
+    @property
     def counts(self) -> dict[str, int]:
         """Tests passed, failed and skipped, and the total."""
         return {
@@ -243,7 +252,12 @@ class ConformanceReport:
         ]
         if self.provided_hooks:
             lines.append(f"  hooks:    {', '.join(sorted(self.provided_hooks))}")
-        lines.append(f"  level:    {self.level}" + ("  ok" if self.ok else "  NOT OK"))
+        unproved = self.unproved
+        lines.append(
+            f"  level:    {self.level}"
+            + ("  ok" if self.ok else "  NOT OK")
+            + (f"  (without test hooks, not proved: {', '.join(unproved)})" if unproved else "")
+        )
         if self.error is not None:
             lines.append(f"  error:    {self.error}")
         if self.error is not None and not self.outcomes:
@@ -271,6 +285,9 @@ class ConformanceReport:
             lines.append("failures:")
             for failure in self.failures:
                 lines.append(f"  [{failure.group}] {failure.name}: {failure.message}")
+                rule = _rule_of(failure.name)
+                if rule is not None:
+                    lines.append(f"      rule: {rule.text} (see {rule.see})")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -288,6 +305,7 @@ class ConformanceReport:
             "narrowed": self.narrowed,
             "interrupted": self.interrupted,
             "hooks": sorted(self.provided_hooks),
+            "unproved": list(self.unproved),
             "exit_code": self.exit_code,
             "error": self.error,
             "counts": self.counts,
@@ -301,7 +319,14 @@ class ConformanceReport:
                 for row in self.capabilities
             },
             "failures": [
-                {"test": o.name, "capability": o.group, "message": o.message} for o in self.failures
+                {
+                    "test": o.name,
+                    "capability": o.group,
+                    "message": o.message,
+                    "rule": rule.text if (rule := _rule_of(o.name)) else None,
+                    "see": rule.see if rule else None,
+                }
+                for o in self.failures
             ],
             "tests": [
                 {"test": o.name, "capability": o.group, "outcome": o.outcome, "message": o.message}
@@ -309,6 +334,11 @@ class ConformanceReport:
             ],
             "not_run": list(self.not_run),
         }
+
+
+def _rule_of(name: str) -> Rule | None:
+    """The rule a test named ``Mixin.test_name`` checks, if it is one of the suite's."""
+    return rule_for(name.split(".", 1)[0])
 
 
 def _group_of(name: str) -> str:

@@ -5,20 +5,22 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import logging
 import multiprocessing
 import os
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
 from chatkeep.core import open_store, redact_url
 
 from ._paths import clean_sys_path
+from ._scrub import Scrubber
 from .hooks import TEST_HOOKS
 from .report import ConformanceReport, TestOutcome
 from .requirements import defining_mixin, requirement_for
@@ -164,19 +166,47 @@ class _Collector:
 
 
 def _without_password(text: str, url: str) -> str:
-    """``text`` with the URL's password (if any) masked, in case a driver echoed it."""
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        return text
-    return text.replace(password, "***") if password else text
+    """``text`` without the URL's secrets, in case a driver echoed them."""
+    scrub = Scrubber()
+    scrub.add(url)
+    return scrub(text)
 
 
 def _one_line(report: pytest.TestReport | pytest.CollectReport) -> str:
     crash = getattr(report.longrepr, "reprcrash", None)
-    message = getattr(crash, "message", None) or report.longreprtext.strip()
-    first = message.strip().splitlines()[0] if message.strip() else "failed"
-    return first if len(first) <= 240 else first[:237] + "..."
+    message = getattr(crash, "message", None)
+    if not message:
+        # Text only (a scrubbed report from a pytest-xdist worker): pytest's "E" lines.
+        text = report.longreprtext.strip()
+        explained = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+        message = "\n".join(explained) or text
+    return one_line(message)
+
+
+#: How pytest's assertion explanation says where two values differ.
+_WHERE_THEY_DIFFER = (
+    "At index",
+    "Left contains",
+    "Right contains",
+    "Differing items",
+    "Extra items",
+    "Omitting",
+    "Full diff",
+)
+
+
+def one_line(message: str, limit: int = 480) -> str:
+    """A failure's message in one line: its first line and, when pytest shortened the two
+    sides of a comparison (``...``), the first line saying where they differ, so the two
+    sides never look identical."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if not lines:
+        return "failed"
+    first = lines[0]
+    where = next((line for line in lines[1:] if line.startswith(_WHERE_THEY_DIFFER)), None)
+    if where is not None and where not in first and "..." in first:
+        first = f"{first} | {where}"
+    return first if len(first) <= limit else first[: limit - 3] + "..."
 
 
 def _skip_reason(report: pytest.TestReport) -> str:
@@ -207,6 +237,17 @@ def _hypothesis_storage_outside_cwd() -> Iterator[None]:
             if configuration is not None:
                 # Forget the temporary directory (Hypothesis caches the choice).
                 configuration.set_hypothesis_home_dir(None)
+
+
+@contextlib.contextmanager
+def _quiet_retries() -> Iterator[None]:
+    """No retry warnings while probing: the error says it all, in one line."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
 
 
 def _exit_name(exit_code: int) -> str:
@@ -274,6 +315,10 @@ def run_conformance(
         with open_store(url) as probe:
             declared, backend = probe.capabilities, probe.name
             hooks = frozenset(h for h in TEST_HOOKS if hasattr(probe.backend, h))
+            # Opening may not connect (Redis, PostgreSQL pools): one read of a session that
+            # does not exist shows the store answers, before minutes of failing tests.
+            with _quiet_retries():
+                probe.read(f"ck-probe-{uuid.uuid4().hex}", -1)
     except Exception as exc:
         return ConformanceReport(
             url=shown_url,

@@ -16,16 +16,24 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .config import Keyring
-    from .errors import DecryptionError
+    from .errors import DecryptionError, KeyMismatch
     from .rotation import RotationReport, rotate
     from .store import EncryptedStore
 
-__all__ = ["DecryptionError", "EncryptedStore", "Keyring", "RotationReport", "rotate"]
+__all__ = [
+    "DecryptionError",
+    "EncryptedStore",
+    "KeyMismatch",
+    "Keyring",
+    "RotationReport",
+    "rotate",
+]
 
 _HOMES = {
     "EncryptedStore": "store",
     "Keyring": "config",
     "DecryptionError": "errors",
+    "KeyMismatch": "errors",
     "RotationReport": "rotation",
     "rotate": "rotation",
 }

@@ -77,6 +77,11 @@ class Cipher:
         }
         self.primary = keyring.primary
 
+    @property
+    def key_ids(self) -> frozenset[str]:
+        """The ids of the keys this cipher opens."""
+        return frozenset(self._sealings)
+
     def __repr__(self) -> str:
         return f"<Cipher primary={self.primary!r} keys={sorted(self._sealings)!r}>"
 

@@ -17,7 +17,9 @@ used to finish step 2, an incomplete one is dropped (the session is then still i
 Record ids, order and count are unchanged, so forks and checkpoints keep working.
 
 Run it while nothing else writes to the store: a session that changes while it is being
-rotated is left as it is (and reported), never overwritten. It needs the inner store's
+rotated is left as it is (and reported), never overwritten. A session holding a record the
+keyring cannot open is left as it is too, listed in ``RotationReport.undecryptable``, and
+the other sessions are rotated all the same. It needs the inner store's
 ``delete`` and ``list_sessions`` capabilities.
 """
 
@@ -55,11 +57,14 @@ class RotationReport:
     copies_finished: int = 0
     copies_dropped: int = 0
     changed_during_rotation: list[str] = field(default_factory=list)
+    #: Sessions holding a record the keyring cannot open (another key, damage): left as
+    #: they were; the other sessions are rotated all the same.
+    undecryptable: list[str] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
         """Whether every session is now sealed with the primary key."""
-        return not self.changed_during_rotation
+        return not self.changed_during_rotation and not self.undecryptable
 
 
 def rotate(
@@ -141,11 +146,17 @@ class _Rotation:
             return
         self.inner.delete(temp)  # leftovers of a copy that never completed
         count, last = 0, None
-        for chunk in self._slices(session_id):
-            resealed = self._resealed(session_id, chunk, count)
-            self.inner.append(temp, resealed)
-            count += len(chunk)
-            last = chunk[-1].id
+        try:
+            for chunk in self._slices(session_id):
+                resealed = self._resealed(session_id, chunk, count)
+                self.inner.append(temp, resealed)
+                count += len(chunk)
+                last = chunk[-1].id
+        except DecryptionError:
+            # Not this keyring's to rotate: report it, leave it intact, go on with the rest.
+            self.inner.delete(temp)
+            self.report.undecryptable.append(session_id)
+            return
         marker = {"session": session_id, "count": count, "last": last}
         self.inner.append(temp, [Record(_DONE, json.dumps(marker).encode())])
         self._finish(temp, marker)

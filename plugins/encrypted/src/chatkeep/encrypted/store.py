@@ -20,6 +20,7 @@ from chatkeep.core.backend import InvalidOption, Record
 
 from .config import Keyring
 from .errors import DecryptionError
+from .keycheck import KeyCheck
 from .layout import MAGIC, Cipher
 
 __all__ = ["EncryptedStore"]
@@ -44,6 +45,7 @@ class EncryptedStore:
             raise InvalidOption("allow_plaintext must be True or False")
         self.keyring = Keyring.from_option(keys)
         self.cipher = Cipher(self.keyring)
+        self.keycheck = KeyCheck(self.cipher)
         self.inner = inner
         self.allow_plaintext = allow_plaintext
         self.capabilities = inner.capabilities
@@ -107,29 +109,108 @@ class EncryptedStore:
     # -- the hooks -----------------------------------------------------------------------
 
     def append(self, session_id: str, records: list[Record]) -> None:
-        """Encrypt and append (an exact retry seals to the same bytes: still a no-op)."""
-        self.inner.append(session_id, self._seal(session_id, records))
+        """Encrypt and append (an exact retry seals to the same bytes: still a no-op).
+
+        Raises :class:`~chatkeep.encrypted.KeyMismatch`, storing nothing, when this
+        handle's keys cannot open what the store already holds (see ``keycheck``).
+        """
+        sealed = self._seal(session_id, records)
+        self._check_keys(session_id)
+        self.inner.append(session_id, sealed)
+        self.keycheck.known(session_id)
 
     async def aappend(self, session_id: str, records: list[Record]) -> None:
         """Async :meth:`append`."""
-        await self.inner.aappend(session_id, self._seal(session_id, records))
+        sealed = self._seal(session_id, records)
+        await self._acheck_keys(session_id)
+        await self.inner.aappend(session_id, sealed)
+        self.keycheck.known(session_id)
 
     def append_if(self, session_id: str, records: list[Record], after: str | None) -> None:
         """Encrypt and append conditionally (the condition is on record ids, in the clear)."""
-        self.inner.append_if(session_id, self._seal(session_id, records), after=after)
+        sealed = self._seal(session_id, records)
+        self._check_keys(session_id)
+        self.inner.append_if(session_id, sealed, after=after)
+        self.keycheck.known(session_id)
 
     async def aappend_if(self, session_id: str, records: list[Record], after: str | None) -> None:
         """Async :meth:`append_if`."""
-        await self.inner.aappend_if(session_id, self._seal(session_id, records), after=after)
+        sealed = self._seal(session_id, records)
+        await self._acheck_keys(session_id)
+        await self.inner.aappend_if(session_id, sealed, after=after)
+        self.keycheck.known(session_id)
 
     def read(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """Read and decrypt; a record that does not open raises :class:`DecryptionError`."""
-        return self._open(session_id, self.inner.read(session_id, start, stop), start)
+        return self._opened(session_id, self.inner.read(session_id, start, stop), start)
 
     async def aread(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
         """Async :meth:`read`."""
         records = await self.inner.aread(session_id, start, stop)
-        return self._open(session_id, records, start)
+        return self._opened(session_id, records, start)
+
+    def _opened(self, session_id: str, records: list[Record], start: int) -> list[Record]:
+        opened = self._open(session_id, records, start)
+        if any(record.data.startswith(MAGIC) for record in records):
+            self.keycheck.known(session_id)  # these keys open this session: no check needed
+        return opened
+
+    # -- the key check before a write (bounded: see keycheck) ------------------------------
+
+    def _check_keys(self, session_id: str) -> None:
+        check = self.keycheck
+        if not check.needed(session_id):
+            return
+        if check.check(session_id, session_id, self.inner.read(session_id, -1)):
+            return
+        if not check.store_checked:
+            newest = self._newest_session(session_id)
+            if newest is not None:
+                check.check(session_id, newest, self.inner.read(newest, -1))
+            check.store_checked = True
+
+    async def _acheck_keys(self, session_id: str) -> None:
+        check = self.keycheck
+        if not check.needed(session_id):
+            return
+        if check.check(session_id, session_id, await self.inner.aread(session_id, -1)):
+            return
+        if not check.store_checked:
+            newest = await self._anewest_session(session_id)
+            if newest is not None:
+                check.check(session_id, newest, await self.inner.aread(newest, -1))
+            check.store_checked = True
+
+    def _newest_session(self, other_than: str) -> str | None:
+        """The store's most recently appended session (or its first listed one), one page."""
+        if self.inner.supports("recent"):
+            page = self.inner.recent_page(None, None, 2)
+            return next((s for s, _ in page if s != other_than), None)
+        if self.inner.supports("list_sessions"):
+            listing = self.inner.list_sessions()
+            try:
+                return next((s for s in listing if s != other_than), None)
+            finally:
+                close = getattr(listing, "close", None)
+                if close is not None:
+                    close()
+        return None
+
+    async def _anewest_session(self, other_than: str) -> str | None:
+        if self.inner.supports("recent"):
+            page = await self.inner.arecent_page(None, None, 2)
+            return next((s for s, _ in page if s != other_than), None)
+        if self.inner.supports("list_sessions"):
+            listing = self.inner.alist_sessions()
+            try:
+                async for session_id in listing:
+                    if session_id != other_than:
+                        return session_id
+            finally:
+                aclose = getattr(listing, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        return None
 
     def delete(self, session_id: str) -> None:
         """The inner store's delete."""

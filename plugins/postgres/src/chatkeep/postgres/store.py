@@ -119,7 +119,7 @@ class PostgresStore:
         store.append("s1", [Record("m1", b"{}")])
         store.read("s1", start=-50)
 
-    Every option of :class:`~chatkeep.postgres.options.PostgresOptions` may be given as a
+    Every option of :class:`~chatkeep.postgres.config.PostgresOptions` may be given as a
     keyword or as a URL query parameter. Nothing connects until the first call; that call
     applies pending schema migrations (once, under an advisory lock).
     """

@@ -124,7 +124,8 @@ class RedisBase:
         recent = self._layout.recent_key()
         if recent is None:
             return [4, log, digests, legacy, index, member]
-        return [5, log, digests, legacy, index, recent, member]
+        markers = [self._layout.indexed_marker(), self._layout.recent_marker()]
+        return [7, log, digests, legacy, index, recent, *markers, member]
 
     def _recent_command(
         self, prefix: str | None, cursor: tuple[bytes, bytes], wanted: int
@@ -220,6 +221,15 @@ class RedisBase:
                 member = encode_session_id(session_id)
                 members.setdefault(layout.index_key_for(member), []).extend((0, member.encode()))
         return [["ZADD", index, *scores] for index, scores in members.items()]
+
+    @staticmethod
+    def _only_missing(command: list[Any], scores: list[Any]) -> list[Any]:
+        """A back-fill ZADD (``command``) cut to the members not in its index yet
+        (``scores``: their ZMSCORE reply), or ``[]``: a read writes nothing unless it finds
+        sessions of chatkeep-redis 0.1 to index."""
+        members = command[3::2]
+        missing = [m for m, score in zip(members, scores, strict=True) if score is None]
+        return [*command[:2], *[x for m in missing for x in (0, m)]] if missing else []
 
     def _indexed_markers(self) -> list[bytes]:
         """The keys either of which says this namespace's 0.1-era sessions are indexed."""

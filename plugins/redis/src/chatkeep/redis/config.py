@@ -260,6 +260,11 @@ def parse_settings(url: str, **options: Any) -> Settings:
             f"several hosts in {redacted!r}: a list of seed nodes needs redis+cluster://"
         )
     path = parts.path.strip("/")
+    if path and not (path.isascii() and path.isdigit()):
+        # redis-py would quietly fall back to database 0 for "/abc".
+        raise InvalidOption(
+            f"the Redis database in {redacted!r} must be a number such as /0, not {path!r}"
+        )
     if cluster and path not in ("", "0"):
         raise InvalidOption(f"Redis Cluster has only database 0; {redacted!r} asks for {path!r}")
 

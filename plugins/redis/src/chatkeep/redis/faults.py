@@ -77,10 +77,13 @@ class Faults:
 
     def given_up(self, operation: str, error: BaseException, attempts: int) -> StoreUnavailable:
         """The error after ``attempts`` failed tries of a retryable ``operation``."""
+        if operation.startswith("append"):
+            advice = "Nothing of a failed append is stored; retrying the same call later is safe."
+        else:  # a read: the append advice would only puzzle (`sessions list` wrote nothing)
+            advice = "Check that the server is running and reachable; retrying later is safe."
         return StoreUnavailable(
             f"Redis at {self.describe} is unavailable: {operation} failed {attempts} time(s) "
-            f"({self.explain(error)}). Nothing of a failed append is stored; retrying the "
-            "same call later is safe."
+            f"({self.explain(error)}). {advice}"
         )
 
     def _refused_credentials(self, error: BaseException) -> StoreUnavailable:

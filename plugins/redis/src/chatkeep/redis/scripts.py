@@ -68,8 +68,23 @@ for first = 5, #ARGV, 3000 do
     end
   end
 end
+local ttl = tonumber(ARGV[1])
+local function expire()  -- every append sets the expiry, a retry included; none: no expiry
+  if ttl > 0 then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    redis.call('PEXPIRE', KEYS[2], ttl)
+    if legacy then redis.call('PEXPIRE', KEYS[3], ttl) end
+  else
+    redis.call('PERSIST', KEYS[1])
+    redis.call('PERSIST', KEYS[2])
+    if legacy then redis.call('PERSIST', KEYS[3]) end
+  end
+end
 local count = #ids
-if count == 0 then return 0 end
+if count == 0 then
+  expire()
+  return 0
+end
 if ARGV[2] == '1' then
   local last = redis.call('LINDEX', KEYS[1], -1)
   local last_id = ''
@@ -110,23 +125,22 @@ if KEYS[5] then
   local now = redis.call('TIME')
   redis.call('ZADD', KEYS[5], now[1] .. '.' .. string.format('%06d', tonumber(now[2])), ARGV[4])
 end
-local ttl = tonumber(ARGV[1])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('PEXPIRE', KEYS[2], ttl)
-  if legacy then redis.call('PEXPIRE', KEYS[3], ttl) end
-end
+expire()
 return count
 """
 )
 
-#: Erase a session. KEYS: log, digests, legacy ids, index (and the last-append index, on a
-#: single server). ARGV: index member.
+#: Erase a session. KEYS: log, digests, legacy ids, index (and, on a single server, the
+#: last-append index and the namespace's two marker keys, dropped with its last session so
+#: that an emptied namespace leaves no key behind). ARGV: index member.
 DELETE = Script(
     """\
 redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3])
 redis.call('ZREM', KEYS[4], ARGV[1])
-if KEYS[5] then redis.call('ZREM', KEYS[5], ARGV[1]) end
+if KEYS[5] then
+  redis.call('ZREM', KEYS[5], ARGV[1])
+  if redis.call('ZCARD', KEYS[4]) == 0 then redis.call('DEL', KEYS[6], KEYS[7]) end
+end
 return 1
 """
 )

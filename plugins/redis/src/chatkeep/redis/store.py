@@ -111,6 +111,7 @@ class RedisStore(RedisBase):
         self._client_lock = threading.Lock()
         self._indexed = False
         self._recent_indexed = False
+        self._marked = False
         self._async = AsyncRedisStore._sharing(self)
 
     @classmethod
@@ -146,6 +147,8 @@ class RedisStore(RedisBase):
         """Append ``records`` atomically in one round trip; ids stored with the same data
         are skipped, an id stored with other data raises ``RecordConflict``."""
         self._check_open()
+        if not self._marked:
+            self._mark_namespace()
         arguments = self._append_command(session_id, records, (b"0", b""))
         reply = self._policy.run("append", lambda: self._script(APPEND, *arguments))
         self._check_append(session_id, reply)
@@ -154,6 +157,8 @@ class RedisStore(RedisBase):
         """Append only if the session's last record is ``after`` (``None``: empty), in the
         same single script as :meth:`append`; else ``AppendConflict``."""
         self._check_open()
+        if not self._marked:
+            self._mark_namespace()
         arguments = self._append_command(session_id, records, self._condition(after))
         reply = self._policy.run("append", lambda: self._script(APPEND, *arguments))
         self._check_append(session_id, reply, after)
@@ -228,18 +233,24 @@ class RedisStore(RedisBase):
                 break
         return found
 
-    def _ensure_recent_indexed(self) -> None:
+    def _ensure_recent_indexed(self, *, mark: bool = False) -> None:
         """Put sessions appended to before ``{}:recent`` existed into it (scored 0), once
-        per namespace: a walk of the sessions index, then a marker key."""
-        if self._recent_indexed:
+        per namespace: a walk of the sessions index, then a marker key. A read writes
+        nothing in a namespace without sessions; ``mark`` (before a write) sets the marker
+        there too."""
+        if self._recent_indexed and not mark:
             return
-        self._ensure_indexed()
+        self._ensure_indexed(mark=mark)
         marker = self._layout.recent_marker()
-        if not self._policy.run("recent_sessions", lambda: self._sync_client().exists(marker)):
-            bound = b"-"
-            while bound:
-                page = partial(self._script, RECENT_BACKFILL, *self._backfill_recent_command(bound))
-                bound = self._policy.run("recent_sessions", page)
+        client = self._sync_client
+        if not self._policy.run("recent_sessions", lambda: client().exists(marker)):
+            index = self._layout.index_keys()[0]
+            if mark or self._policy.run("recent_sessions", lambda: client().zcard(index)):
+                bound = b"-"
+                while bound:
+                    command = self._backfill_recent_command(bound)
+                    page = partial(self._script, RECENT_BACKFILL, *command)
+                    bound = self._policy.run("recent_sessions", page)
         self._recent_indexed = True
 
     def _on_node(self, node: Any, script: Script, arguments: list[Any]) -> Any:
@@ -251,10 +262,11 @@ class RedisStore(RedisBase):
         except NoScriptError:
             return client.execute_command("EVAL", script.source, *arguments, target_nodes=node)
 
-    def _ensure_indexed(self) -> None:
+    def _ensure_indexed(self, *, mark: bool = False) -> None:
         """Add sessions written before the index existed (chatkeep-redis 0.1), once per
-        namespace: a SCAN of the database, then a marker key."""
-        if self._indexed:
+        key prefix: a SCAN of the database, then marker keys. A read writes only when it
+        finds such sessions; ``mark`` (before a write) sets the markers in any case."""
+        if self._indexed and not mark:
             return
         policy = self._policy
         client = policy.run("list_sessions", self._sync_client)
@@ -271,6 +283,7 @@ class RedisStore(RedisBase):
         )
         pattern = self._layout.every_namespace_scan_pattern()
         count = max(BACKFILL_SCAN_COUNT, self._settings.scan_count)
+        wrote = False
         for node in nodes:
             cursor = 0
             while True:
@@ -278,12 +291,29 @@ class RedisStore(RedisBase):
                     "list_sessions", _ScanPage(client, node, cursor, pattern, count)
                 )
                 for command in self._backfill_commands(keys):
-                    policy.run("list_sessions", partial(client.execute_command, *command))
+                    scores = policy.run(
+                        "list_sessions",
+                        partial(client.execute_command, "ZMSCORE", command[1], *command[3::2]),
+                    )
+                    command = self._only_missing(command, scores)
+                    if command:
+                        policy.run("list_sessions", partial(client.execute_command, *command))
+                        wrote = True
                 if cursor == 0:
                     break
-        for marker in markers:
-            policy.run("list_sessions", partial(client.set, marker, b"1"))
+        if wrote or mark:
+            for marker in markers:
+                policy.run("list_sessions", partial(client.set, marker, b"1"))
         self._indexed = True
+
+    def _mark_namespace(self) -> None:
+        """Before this handle's first write: the marker keys exist (one or two EXISTS when
+        they do), so that listings need not SCAN the database."""
+        if self._layout.recent_key() is None:
+            self._ensure_indexed(mark=True)
+        else:
+            self._ensure_recent_indexed(mark=True)
+        self._marked = True
 
     def close(self) -> None:
         """Close the connection pools (the blocking one and any asyncio ones). Idempotent."""

@@ -144,6 +144,8 @@ class AsyncRedisStore(RedisBase):
         """Append ``records`` atomically in one round trip; ids stored with the same data
         are skipped, an id stored with other data raises ``RecordConflict``."""
         self._check_open()
+        if not getattr(self, "_marked", False):
+            await self._mark_namespace()
         arguments = self._append_command(session_id, records, (b"0", b""))
         reply = await self._policy.arun("append", lambda: self._script(APPEND, *arguments))
         self._check_append(session_id, reply)
@@ -152,6 +154,8 @@ class AsyncRedisStore(RedisBase):
         """Append only if the session's last record is ``after`` (``None``: empty), in the
         same single script as :meth:`append`; else ``AppendConflict``."""
         self._check_open()
+        if not getattr(self, "_marked", False):
+            await self._mark_namespace()
         arguments = self._append_command(session_id, records, self._condition(after))
         reply = await self._policy.arun("append", lambda: self._script(APPEND, *arguments))
         self._check_append(session_id, reply, after)
@@ -245,25 +249,27 @@ class AsyncRedisStore(RedisBase):
                         "EVAL", script.source, *arguments, target_nodes=node
                     )
 
-    async def _ensure_recent_indexed(self) -> None:
+    async def _ensure_recent_indexed(self, *, mark: bool = False) -> None:
         """Async ``RedisStore._ensure_recent_indexed``."""
-        if getattr(self, "_recent_indexed", False):
+        if getattr(self, "_recent_indexed", False) and not mark:
             return
-        await self._ensure_indexed()
+        await self._ensure_indexed(mark=mark)
         marker = self._layout.recent_marker()
-        if not await self._policy.arun("recent_sessions", lambda: self._command("EXISTS", marker)):
-            bound = b"-"
-            while bound:
-                arguments = self._backfill_recent_command(bound)
-                bound = await self._policy.arun(
-                    "recent_sessions", partial(self._script, RECENT_BACKFILL, *arguments)
-                )
+        policy = self._policy
+        if not await policy.arun("recent_sessions", lambda: self._command("EXISTS", marker)):
+            index = self._layout.index_keys()[0]
+            if mark or await policy.arun("recent_sessions", lambda: self._command("ZCARD", index)):
+                bound = b"-"
+                while bound:
+                    arguments = self._backfill_recent_command(bound)
+                    bound = await policy.arun(
+                        "recent_sessions", partial(self._script, RECENT_BACKFILL, *arguments)
+                    )
         self._recent_indexed = True
 
-    async def _ensure_indexed(self) -> None:
-        """Add sessions written before the index existed (chatkeep-redis 0.1), once per
-        namespace: a SCAN of the database, then a marker key."""
-        if getattr(self, "_indexed", False):
+    async def _ensure_indexed(self, *, mark: bool = False) -> None:
+        """Async ``RedisStore._ensure_indexed``."""
+        if getattr(self, "_indexed", False) and not mark:
             return
         markers = self._indexed_markers()
         if self.is_cluster:  # the two markers live on different slots
@@ -292,18 +298,37 @@ class AsyncRedisStore(RedisBase):
             nodes = await self._policy.arun("list_sessions", primaries)
         pattern = self._layout.every_namespace_scan_pattern()
         count = max(BACKFILL_SCAN_COUNT, self._settings.scan_count)
+        wrote = False
         for node in nodes:
             cursor = 0
             while True:
                 page = _AsyncScanPage(handle, node, cursor, pattern, count)
                 cursor, keys = await self._policy.arun("list_sessions", page)
                 for command in self._backfill_commands(keys):
-                    await self._policy.arun("list_sessions", partial(self._command, *command))
+                    scores = await self._policy.arun(
+                        "list_sessions",
+                        partial(self._command, "ZMSCORE", command[1], *command[3::2]),
+                    )
+                    command = self._only_missing(command, scores)
+                    if command:
+                        await self._policy.arun("list_sessions", partial(self._command, *command))
+                        wrote = True
                 if cursor == 0:
                     break
-        for marker in markers:
-            await self._policy.arun("list_sessions", partial(self._command, "SET", marker, b"1"))
+        if wrote or mark:
+            for marker in markers:
+                await self._policy.arun(
+                    "list_sessions", partial(self._command, "SET", marker, b"1")
+                )
         self._indexed = True
+
+    async def _mark_namespace(self) -> None:
+        """Async ``RedisStore._mark_namespace``."""
+        if self._layout.recent_key() is None:
+            await self._ensure_indexed(mark=True)
+        else:
+            await self._ensure_recent_indexed(mark=True)
+        self._marked = True
 
     async def close(self) -> None:
         """Close this loop's client here, then every other loop's. Idempotent."""

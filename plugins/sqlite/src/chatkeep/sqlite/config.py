@@ -74,8 +74,10 @@ def parse_url(url: str) -> tuple[str, dict[str, str]]:
         # sqlite:///x.db -> "/x.db" -> "x.db"; sqlite:////abs/x.db -> "//abs/x.db" -> "/abs/x.db"
         path = unquote(location[1:])
     elif location:
+        meant = redact_url(f"sqlite:///{rest}")
         raise InvalidOption(
-            f"SQLite URLs have no host part ({redact_url(url)!r}); use {_URL_FORMS}"
+            f"SQLite URLs have no host part ({redact_url(url)!r}); did you mean {meant!r}? "
+            f"Use {_URL_FORMS}"
         )
     else:
         path = ""

@@ -263,6 +263,12 @@ class SQLiteStore:
                 )
             self.capabilities = MEMORY_CAPABILITIES
             return self._file, False
+        if os.path.isdir(self._file):
+            # SQLite itself says "disk I/O error" or "unable to open database file".
+            raise InvalidOption(
+                f"SQLite database path {self.path!r} is a directory: name a file in it, such "
+                f"as sqlite:///{os.path.join(self.path, 'chatkeep.db')}"
+            )
         if self.mode == "rwc":
             return self._file, False
         if not os.path.exists(self._file):
@@ -790,6 +796,8 @@ class SQLiteStore:
         for handle in handles:
             with handle.lock:
                 handle.connection.close()
+        if self.read_only and not self.in_memory:
+            _tidy_wal(self._file)
         _open_stores.discard(self)
 
     def __enter__(self) -> SQLiteStore:
@@ -1025,3 +1033,31 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _tidy_wal(file: str) -> None:
+    """After a ``mode=ro`` handle closed: remove the empty ``-wal``/``-shm`` files its
+    reads made, as a writer's last close does.
+
+    A read-only connection cannot delete them; a read-write connection that reads once and
+    closes can, and SQLite does it only when that connection is the last one on the file
+    (an empty log checkpoints without writing to the database). A file this process cannot
+    write keeps them, as before.
+    """
+    wal = file + "-wal"
+    try:
+        if os.path.getsize(wal) != 0:
+            return  # a writer's log: its own last close folds and removes it
+    except OSError:
+        return
+    try:
+        connection = sqlite3.connect(f"{Path(file).as_uri()}?mode=rw", uri=True, timeout=0)
+    except sqlite3.Error:
+        return
+    try:
+        connection.execute("PRAGMA query_only = ON")
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        pass
+    finally:
+        connection.close()

@@ -65,6 +65,10 @@ class CloseTests(ConformanceBase):
             session = new_session_id()
             store.append(session, records(1))
             store.read(session)
+            # The async twins too: what a handle opened for them (an event loop's client
+            # or pool) is the handle's to release on close().
+            asyncio.run(store.aappend(session, records(1, start=1)))
+            asyncio.run(store.aread(session))
             store.close()
 
         for _ in range(3):

@@ -124,8 +124,19 @@ class SliceTests(ConformanceBase):
             if got != log[start:stop]:
                 wrong.append((start, stop, [r.id for r in got]))
         assert not wrong, f"{len(wrong)} extreme slices differ from Python's, e.g. {wrong[:2]}"
+        # Far longer than the log, but not extreme (a position computed as length + start
+        # and used as an offset elsewhere reaches into other sessions' rows only there).
+        after = new_session_id("after")
+        chatkeep_store.append(after, records(5, "next"))
+        far_off = []
+        for far in (10**6, 10**4, 1000, 7):
+            for start, stop in [(-far, None), (-far, 3), (-far, 1 - far), (far, None), (0, far)]:
+                got = chatkeep_store.read(session, start, stop)
+                if got != log[start:stop]:
+                    far_off.append((start, stop, [r.id for r in got]))
+        assert not far_off, f"slices far past the log differ from Python's, e.g. {far_off[:2]}"
         unknown = new_session_id("unknown")
-        for start in (-sys.maxsize, -(2**40), 2**40, sys.maxsize):
+        for start in (-sys.maxsize, -(2**40), -(10**6), 2**40, sys.maxsize):
             assert chatkeep_store.read(unknown, start) == []
             assert chatkeep_store.read(unknown, start, -start) == []
 

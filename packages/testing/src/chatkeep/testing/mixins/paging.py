@@ -66,6 +66,9 @@ class ListingPagesTests(ConformanceBase):
             pytest.skip("the listing-pages test is switched off (--chatkeep-listing-sessions=0)")
         prefix = f"ck-lp-{uuid.uuid4().hex}-"
         ids = _listing_ids(prefix, count)
+        # Neighbours sorting just before and just after every id of the prefix: a listing
+        # whose later pages forget the prefix lists the one after.
+        _create(chatkeep_store, [prefix[:-1] + ",", prefix[:-1] + "."])
         _create(chatkeep_store, ids[: count // 2])
         _check_listing(list(chatkeep_store.list_sessions(prefix)), ids[: count // 2], "first half")
         _create(chatkeep_store, ids[count // 2 :])
