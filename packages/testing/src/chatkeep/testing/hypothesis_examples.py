@@ -1,7 +1,7 @@
 """How many examples a Hypothesis property test runs: decided here, for every member.
 
-A test states the count it wants on a developer's machine, ``settings(max_examples=
-example_count(400))``, and this module decides what it gets:
+A test states the count it wants on a developer's machine,
+``settings(max_examples=example_count(400))``, and this module decides what it gets:
 
 - ``CHATKEEP_HYPOTHESIS_EXAMPLES=N`` (any run): exactly ``N``, to search harder locally
   (``N=5000``) or to smoke-test quickly (``N=10``);
