@@ -53,6 +53,7 @@ MEMBERS = {
     "strands": "packages/strands",
     "google_adk": "packages/google_adk",
     "pydantic_ai": "packages/pydantic_ai",
+    "web": "packages/web",
 }
 BACKENDS = ["memory", "sqlite", "redis", "postgres", "s3", "azure_blob", "encrypted"]
 TYPED = ["core/src", *(f"{path}/src" for name, path in MEMBERS.items() if name != "core")]
@@ -88,6 +89,9 @@ TIMINGS: dict[str, int] = {
     "tests(member='s3')": 90,
     "tests(member='azure_blob')": 90,
     "tests(member='agent_framework')": 90,
+    # chatkeep-web: HTTP tests on three backends, chatkeep serve as a process, the browser
+    # tests (Chromium, ~30 s) and the pip-install test (wheels built, ~35 s): 70 s measured
+    "tests(member='web')": 75,
     "types": 90,
     "conformance(backend='sqlite')": 60,
     "tests(member='redis')": 60,

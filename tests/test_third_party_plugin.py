@@ -154,6 +154,7 @@ def test_module_runner_reports_full(venv_python: Path, tmp_path: Path) -> None:
         "conditional": "not declared",
         "namespace": "not declared",
         "recent": "not declared",
+        "fulltext": "not declared",
         "views": "pass",
         "lifecycle": "pass",
         "damage": "not provided",

@@ -361,6 +361,7 @@ def test_the_kit_exports_what_it_lists() -> None:
         kit.CONDITIONAL,
         kit.NAMESPACE,
         kit.RECENT,
+        kit.FULLTEXT,
     } == kit.CAPABILITIES
 
 

@@ -50,7 +50,7 @@ def test_the_table_is_newest_first_by_last_append(tmp_path: Path) -> None:
     assert lines[1].split()[1] == "2" and lines[1].endswith("about trip-b")
     assert table.stderr == ""
 
-    quiet = chatkeep("sessions", "list", "--url", url, "--prefix", "trip-", "-q", cwd=tmp_path)
+    quiet = chatkeep("sessions", "list", "--url", url, "--prefix", "trip-", "--quiet", cwd=tmp_path)
     assert quiet.stdout.split() == ["trip-b", "trip-c", "trip-a"]
     rows = chatkeep("sessions", "list", "--url", url, "--json", "-n", "2", cwd=tmp_path)
     listed = [json.loads(line) for line in rows.stdout.splitlines()]

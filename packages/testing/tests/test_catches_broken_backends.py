@@ -243,6 +243,7 @@ def test_the_reference_store_passes_every_row(reports: Callable[[str], Conforman
             )
         },
         "recent": "not declared",
+        "fulltext": "not declared",
     }, report.format()  # fmt: skip
 
 

@@ -149,3 +149,30 @@ def test_the_wrapper_keeps_the_inner_stores_options() -> None:
     other = open_store(url, namespace="other")
     acme.append("s", [Record("a", b"for acme")])
     assert other.read("s") == [] and acme.read("s") == [Record("a", b"for acme")]
+
+
+def test_never_keeps_a_fulltext_index_and_a_search_decrypts_and_scans(path: str) -> None:
+    import asyncio
+
+    from chatkeep.core import (
+        AgentSession,
+        HistoryProvider,
+        Message,
+        SearchProgress,
+        TextContent,
+        search,
+    )
+
+    inner = open_store(f"sqlite:///{path}")
+    assert inner.supports("fulltext")
+    store = open_store(f"encrypted+sqlite:///{path}")
+    assert not store.supports("fulltext")
+    message = Message("user", [TextContent("the Oslo invoice")], message_id="m1")
+    asyncio.run(HistoryProvider(store).save(AgentSession("s"), [message]))
+    progress: list[SearchProgress] = []
+    hits = list(search(store, "oslo invoice", progress=progress.append))
+    assert [(hit.session_id, hit.message_id) for hit in hits] == [("s", "m1")]
+    assert progress and not progress[0].indexed
+    # The inner store was handed ciphertext: its index holds no word of the message.
+    assert list(search(inner, "oslo", use_index=True)) == []
+    assert not inner.backend.chatkeep_storage_contains(b"oslo")  # type: ignore[attr-defined]

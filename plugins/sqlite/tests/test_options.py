@@ -156,7 +156,16 @@ def test_open_store_absolute_url_and_by_name(tmp_path: Path) -> None:
 def test_open_store_memory_declares_fewer_capabilities() -> None:
     with open_store("sqlite://:memory:") as store:
         assert store.capabilities == frozenset(
-            {"delete", "list_sessions", "close", "ttl", "conditional", "namespace", "recent"}
+            {
+                "delete",
+                "list_sessions",
+                "close",
+                "ttl",
+                "conditional",
+                "namespace",
+                "recent",
+                "fulltext",
+            }
         )
         store.append("s", [Record("a", b"x")])
         assert store.read("s") == [Record("a", b"x")]

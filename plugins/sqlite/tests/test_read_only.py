@@ -94,7 +94,7 @@ def test_the_url_spelling_opens_read_only(tmp_path: Path) -> None:
     before = fingerprint(tmp_path)
     with open_store(f"sqlite:///{path}?mode=ro") as store:
         assert store.capabilities == {
-            "list_sessions", "close", "ttl", "shared", "durable", "namespace", "recent"
+            "list_sessions", "close", "ttl", "shared", "durable", "namespace", "recent", "fulltext"
         }  # fmt: skip
         assert sorted(store.list_sessions()) == ["alpha", "beta"]
         assert store.read("alpha") == [Record("a1", b"one"), Record("a2", b"two")]

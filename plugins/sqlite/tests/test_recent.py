@@ -182,7 +182,7 @@ def _digest(path: Path) -> str:
 def test_a_version_1_file_is_migrated_with_its_records_times(db_path: Path) -> None:
     stamps = _version_1_file(db_path)
     store = Store(SQLiteStore(db_path))
-    assert schema_version(store.backend._handle().connection) == 2  # type: ignore[attr-defined]
+    assert schema_version(store.backend._handle().connection) == 3  # type: ignore[attr-defined]
     pairs = list(store.recent_sessions())
     assert [name for name, _ in pairs] == ["newest", "newer", "older", "unstamped"]
     for name, updated in pairs:

@@ -27,7 +27,7 @@ def test_new_file_gets_the_schema_and_a_version_row(db_path: Path) -> None:
     db = sqlite_utils.Database(db_path)
     assert {"chatkeep_schema", "chatkeep_sessions", "chatkeep_records"} <= set(db.table_names())
     rows = list(db["chatkeep_schema"].rows)
-    assert [row["version"] for row in rows] == [1, 2] == [1, LATEST_VERSION]
+    assert [row["version"] for row in rows] == [1, 2, 3] == [1, 2, LATEST_VERSION]
     assert rows[0]["description"] and rows[0]["applied_at"] > 0
     records = db.table("chatkeep_records")
     assert [column.name for column in records.columns] == ["id", "session", "record_id", "data"]

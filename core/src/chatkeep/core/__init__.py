@@ -88,6 +88,7 @@ from .reducers import (
     ToolCallCollapseReducer,
     TruncationReducer,
 )
+from .search import SearchHit, SearchProgress, asearch, search
 from .session import (
     AgentSession,
     ProviderSessionState,
@@ -175,6 +176,8 @@ __all__ = [
     "Reducer",
     "ReducerTrigger",
     "Role",
+    "SearchHit",
+    "SearchProgress",
     "SessionExists",
     "SessionInfo",
     "SessionMismatch",
@@ -211,6 +214,7 @@ __all__ = [
     "alist_forks",
     "alist_session_infos",
     "aread_view",
+    "asearch",
     "aundo",
     "backends",
     "check_session_id",
@@ -236,6 +240,7 @@ __all__ = [
     "read_view",
     "redact_url",
     "register_state_type",
+    "search",
     "tool",
     "undo",
     "verify",

@@ -57,6 +57,7 @@ __all__ = [
     "CONDITIONAL",
     "DELETE",
     "DURABLE",
+    "FULLTEXT",
     "LIST_SESSIONS",
     "NAMESPACE",
     "RECENT",
@@ -97,9 +98,27 @@ NAMESPACE: Final = "namespace"
 #: only speeds up a listing that works without it, so such a store lists by the fallback.
 RECENT: Final = "recent"
 
+#: The backend keeps a full-text index of the words the core hands it with each record
+#: (``fulltext_append``, and ``fulltext_append_if`` with ``conditional``: an append that
+#: also indexes, in the same transaction), answers ``fulltext_sessions(groups, prefix,
+#: before, limit)`` in ``recent``'s order and paging, and fills the index for records
+#: stored before it existed (``fulltext_pending``, ``fulltext_backlog``,
+#: ``fulltext_backfill``). See core/BACKENDS.md and :mod:`chatkeep.core.search`. Needs
+#: ``recent``. A store declaring it without its hooks is opened without it.
+FULLTEXT: Final = "fulltext"
+
 #: Every optional capability a backend may declare.
 CAPABILITIES: frozenset[str] = frozenset(
-    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE, RECENT}
+    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE, RECENT, FULLTEXT}
+)
+
+#: The hooks a backend declaring :data:`FULLTEXT` must have (sync or async).
+FULLTEXT_HOOKS: Final = (
+    "fulltext_append",
+    "fulltext_sessions",
+    "fulltext_pending",
+    "fulltext_backlog",
+    "fulltext_backfill",
 )
 
 #: How many ``(session_id, updated)`` pairs :meth:`Store.recent_sessions` asks the backend
@@ -196,6 +215,16 @@ class Store:
         if RECENT in self.capabilities and _split(backend, "recent_sessions") == (None, None):
             # See RECENT: declared without its hook, it is dropped, not an error at listing.
             self.capabilities -= {RECENT}
+        if FULLTEXT in self.capabilities and (
+            RECENT not in self.capabilities
+            or any(_split(backend, hook) == (None, None) for hook in FULLTEXT_HOOKS)
+            or (
+                CONDITIONAL in self.capabilities
+                and _split(backend, "fulltext_append_if") == (None, None)
+            )
+        ):
+            # Like recent: an index only makes a search faster; the scan works without it.
+            self.capabilities -= {FULLTEXT}
         self.name: str = name or type(backend).__name__
         self.url: str | None = redact_url(url) if url else None
         self._backend = backend
@@ -212,6 +241,8 @@ class Store:
             raise TypeError(
                 f"{type(backend).__name__} declares 'conditional' but has no append_if() method"
             )
+        if FULLTEXT in self.capabilities:
+            self._index_appends()
         self.inline_hooks = frozenset(getattr(backend, "inline_hooks", ()))
         #: Whether the backend's async hooks may be awaited on any event loop, loops that
         #: open and close included (its ``loop_safe_async`` declaration; see the module
@@ -219,6 +250,27 @@ class Store:
         self.loop_safe_async: bool = getattr(backend, "loop_safe_async", False) is True and (
             self._aread is not None and self._aappend is not None
         )
+
+    def _index_appends(self) -> None:
+        """Route appends through the backend's ``fulltext_append`` (and ``_if``) hooks,
+        with the words of each record extracted here (the backend never parses one)."""
+        from .search_text import record_words  # it imports the views, which import this
+
+        append, aappend = _split(self._backend, "fulltext_append")
+        append_if, aappend_if = _split(self._backend, "fulltext_append_if")
+
+        def words(batch: list[Record]) -> list[str]:
+            return [record_words(record.data) for record in batch]
+
+        self._append = None if append is None else (lambda s, b: append(s, b, words(b)))
+        self._aappend = None if aappend is None else (lambda s, b: aappend(s, b, words(b)))
+        if CONDITIONAL in self.capabilities:
+            self._append_if = (
+                None if append_if is None else (lambda s, b, a: append_if(s, b, a, words(b)))
+            )
+            self._aappend_if = (
+                None if aappend_if is None else (lambda s, b, a: aappend_if(s, b, a, words(b)))
+            )
 
     @property
     def inline_hooks(self) -> frozenset[str]:
@@ -590,6 +642,73 @@ class Store:
                 left -= len(page)
             session_id, updated = page[-1]
             before = (updated, session_id)
+
+    # -- full-text index (FULLTEXT) ------------------------------------------------------
+
+    def fulltext_page(
+        self,
+        words: list[str],
+        prefix: str | None,
+        before: tuple[float, str] | None,
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        """One page of the backend's ``fulltext_sessions``: the sessions (as
+        :meth:`recent_page` pairs, in its order) holding a record with, for each of
+        ``words``, a word starting with it, and every session holding a record that starts
+        a fork. For :mod:`chatkeep.core.search`; applications call its ``search``."""
+        from .search_text import FORK_WORD
+
+        self._require(FULLTEXT)
+        _check_cursor(before)
+        page: list[tuple[str, float]] = self._call(
+            "fulltext_sessions", [list(words), [FORK_WORD]], prefix, before, limit
+        )
+        return page
+
+    async def afulltext_page(
+        self,
+        words: list[str],
+        prefix: str | None,
+        before: tuple[float, str] | None,
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        """Async :meth:`fulltext_page`."""
+        from .search_text import FORK_WORD
+
+        self._require(FULLTEXT)
+        _check_cursor(before)
+        page: list[tuple[str, float]] = await self._acall(
+            "fulltext_sessions", [list(words), [FORK_WORD]], prefix, before, limit
+        )
+        return page
+
+    def fulltext_pending(self) -> int:
+        """How many stored records the full-text index does not cover yet (0: complete;
+        ``chatkeep index build`` indexes them)."""
+        self._require(FULLTEXT)
+        return int(self._call("fulltext_pending"))
+
+    def fulltext_ready(self) -> bool:
+        """Whether the store keeps a full-text index that covers every record."""
+        return self.supports(FULLTEXT) and self.fulltext_pending() == 0
+
+    async def afulltext_ready(self) -> bool:
+        """Async :meth:`fulltext_ready`."""
+        if not self.supports(FULLTEXT):
+            return False
+        return int(await self._acall("fulltext_pending")) == 0
+
+    def fulltext_backlog(self, limit: int) -> list[tuple[Any, str, Record]]:
+        """Up to ``limit`` records the index does not cover yet, oldest first, as
+        ``(key, session_id, record)``; for :func:`chatkeep.core.search_index.build_index`."""
+        self._require(FULLTEXT)
+        backlog: list[tuple[Any, str, Record]] = self._call("fulltext_backlog", limit)
+        return backlog
+
+    def fulltext_backfill(self, entries: list[tuple[Any, str]]) -> None:
+        """Index ``(key, words)`` pairs of records :meth:`fulltext_backlog` returned."""
+        self._require(FULLTEXT)
+        self._call("fulltext_backfill", entries)
 
     def close(self) -> None:
         """Release the backend's resources. Idempotent."""

@@ -1,5 +1,5 @@
 """The ``chatkeep`` command (click): ``backends``, ``info``, ``demo``, ``sessions``, ``chat``,
-``export``, ``import``, ``migrate``, ``conformance``, ``completion``.
+``export``, ``import``, ``migrate``, ``conformance``, ``serve``, ``completion``.
 
 Every command that touches a store takes ``--url``; without it ``$CHATKEEP_URL``; without that
 ``sqlite:///chatkeep.db`` in the current directory (:mod:`chatkeep.cli.stores`). The modules
@@ -205,6 +205,7 @@ def demo_resume(url: str, session: str) -> int:
 Examples:
   chatkeep sessions list -n 5
   chatkeep sessions list --prefix trip- --json
+  chatkeep sessions list -q "oslo invoice"
   chatkeep sessions show SESSION_ID --last 4
   chatkeep sessions fork SESSION_ID --at MESSAGE_ID
   chatkeep sessions undo SESSION_ID
@@ -234,9 +235,21 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
 @click.option(
     "--json", "as_json", is_flag=True, help="One JSON object per line (JSON Lines), newest first."
 )
-@click.option("-q", "--quiet", is_flag=True, help="Only the ids, one per line.")
+@click.option("--quiet", is_flag=True, help="Only the ids, one per line.")
+@click.option(
+    "-q",
+    "--query",
+    metavar="QUERY",
+    help="Only sessions with a message matching QUERY (as chatkeep search; exit 1: none).",
+)
 def sessions_list(
-    url: str | None, limit: int, prefix: str | None, *, as_json: bool, quiet: bool
+    url: str | None,
+    limit: int,
+    prefix: str | None,
+    *,
+    as_json: bool,
+    quiet: bool,
+    query: str | None,
 ) -> int:
     """The stored sessions, newest first: ID  MESSAGES  UPDATED  TITLE (read-only)."""
     from .sessions import list_sessions
@@ -244,6 +257,12 @@ def sessions_list(
 
     if as_json and quiet:
         raise click.UsageError("--json and --quiet do not go together")
+    if query is not None:
+        from .search import sessions_matching
+
+        return sessions_matching(
+            choose(url), query, limit=limit or None, prefix=prefix, as_json=as_json, quiet=quiet
+        )
     return list_sessions(
         choose(url), limit=limit or None, prefix=prefix, as_json=as_json, quiet=quiet
     )
@@ -419,6 +438,100 @@ def migrate(source: str, destination: str, session_ids: tuple[str, ...], no_veri
     )
 
 
+# --- search -----------------------------------------------------------------------------
+
+
+def _since(_ctx: click.Context, _param: click.Parameter, value: str | None) -> object:
+    if value is None:
+        return None
+    from .search import parse_since
+
+    try:
+        return parse_since(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+@cli.command(
+    "search",
+    epilog="""\b
+Examples:
+  chatkeep search oslo invoice
+  chatkeep search '"exact phrase" -draft' --since 7d --role user
+  chatkeep search get_weather --json -n 0 | jq .session_id
+Query: words (all must match, each the start of a word), "phrases", -excluded; case and
+accents ignored. Exit: 0 hits printed, 1 nothing matched, 2 usage error.""",
+)
+@click.argument("query", nargs=-1, required=True)
+@url_option
+@click.option(
+    "-n",
+    "--limit",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="At most N hits, newest first (0: all).",
+)
+@click.option(
+    "--since", metavar="WHEN", callback=_since, help="Only messages since 7d, 12h, a date..."
+)
+@click.option("--prefix", metavar="PREFIX", help="Only sessions whose id starts with PREFIX.")
+@click.option(
+    "--role", "roles", multiple=True, metavar="ROLE", help="Only ROLE's messages (repeatable)."
+)
+@click.option("--retracted", is_flag=True, help="Also undone and edited-away messages.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per hit (JSON Lines).")
+def search_command(
+    query: tuple[str, ...],
+    *,
+    url: str | None,
+    limit: int,
+    since: Any,
+    prefix: str | None,
+    roles: tuple[str, ...],
+    retracted: bool,
+    as_json: bool,
+) -> int:
+    """Find messages across the store's conversations (read-only), newest first:
+    STORED  SESSION  #POSITION  ROLE  SNIPPET."""
+    from .search import run_search
+    from .stores import choose
+
+    return run_search(
+        choose(url),
+        " ".join(query),
+        limit=limit or None,
+        since=since,
+        prefix=prefix,
+        roles=list(roles),
+        as_json=as_json,
+        include_retracted=retracted,
+    )
+
+
+@cli.group(epilog="\b\nExamples:\n  chatkeep index build --url sqlite:///chats.db")
+def index() -> None:
+    """The store's full-text index (backends with the fulltext capability)."""
+
+
+@index.command("build")
+@url_option
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1),
+    default=500,
+    show_default=True,
+    help="Records per transaction.",
+)
+def index_build(url: str | None, batch: int) -> int:
+    """Index the records stored before the index existed, with a progress bar. Resumable:
+    stopped part way, run it again to go on."""
+    from .search import build_index_command
+    from .stores import choose
+
+    return build_index_command(choose(url), batch=batch)
+
+
 # --- conformance ----------------------------------------------------------------------
 
 
@@ -476,6 +589,57 @@ def conformance(
         if given
     ]
     return run([*flags, url, "--", *ctx.meta.get("pytest_args", [])], prog="chatkeep conformance")
+
+
+# --- serve ----------------------------------------------------------------------------
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  chatkeep serve                                   # http://127.0.0.1:8700/ over ./chatkeep.db
+  chatkeep serve --url redis://127.0.0.1:6379/0 --open
+  chatkeep serve --host 0.0.0.0 --token "$CHATKEEP_WEB_TOKEN"   # a long random token
+Needs the web page: pip install 'chatkeep[web]'."""
+)
+@url_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to bind.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8700, show_default=True)
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
+@click.option(
+    "--token",
+    metavar="TOKEN",
+    envvar="CHATKEEP_WEB_TOKEN",
+    help="Every request must carry it; required for a non-loopback --host ($CHATKEEP_WEB_TOKEN).",
+)
+def serve(url: str | None, host: str, port: int, open_browser: bool, token: str | None) -> int:
+    """A read-only web page over the store: sessions, conversations, tool calls, forks,
+    undo and compaction markers, downloads. Never writes."""
+    try:
+        from chatkeep.web.serve import check_token
+        from chatkeep.web.serve import serve as run_server
+    except ImportError:
+        from chatkeep.core import ChatkeepError
+
+        raise ChatkeepError(
+            "chatkeep serve needs the web page: pip install 'chatkeep[web]'"
+        ) from None
+    from .stores import choose, open_store_for
+
+    check_token(host, token)  # before the store opens: a refused --host touches nothing
+    choice = choose(url)
+    store = open_store_for(choice, read_only=True)
+    try:
+        return run_server(
+            store,
+            store_shown=choice.shown,
+            host=host,
+            port=port,
+            token=token,
+            open_browser=open_browser,
+        )
+    finally:
+        store.close()
 
 
 # --- completion -----------------------------------------------------------------------

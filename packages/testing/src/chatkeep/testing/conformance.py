@@ -70,6 +70,8 @@ class StoreConformance(
     mixins.CorruptRecordTests,
     mixins.SessionMetadataTests,
     mixins.SessionListingTests,
+    mixins.SearchTests,
+    mixins.FulltextTests,
     mixins.ForkDeletionTests,
     mixins.ForkDeletionFaultTests,
     mixins.LifecycleTests,

@@ -43,6 +43,7 @@ CAPABILITY_ORDER: tuple[str, ...] = (
     "conditional",
     "namespace",
     "recent",
+    "fulltext",
 )
 
 #: Report rows of the optional test hooks (:mod:`chatkeep.testing.hooks`), after the rest.
@@ -111,6 +112,8 @@ REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType(
         "CorruptRecordTests": needs(group="views"),
         "SessionMetadataTests": needs(group="views"),
         "SessionListingTests": needs("list_sessions"),
+        "SearchTests": needs("list_sessions"),
+        "FulltextTests": needs("fulltext", "list_sessions"),
         "ForkDeletionTests": needs("delete"),
         "ForkDeletionFaultTests": needs("delete"),
         "LifecycleTests": needs(group="lifecycle"),

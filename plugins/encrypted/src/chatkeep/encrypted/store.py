@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from chatkeep.core import Store
-from chatkeep.core.backend import InvalidOption, Record
+from chatkeep.core.backend import FULLTEXT, InvalidOption, Record
 
 from .config import Keyring
 from .errors import DecryptionError
@@ -35,7 +35,10 @@ class EncryptedStore:
     they are (for a store that held data before encryption was turned on; off by default,
     since otherwise anyone who can write to the inner store could inject records).
 
-    The capabilities are the inner store's: the wrapper adds none and loses none.
+    The capabilities are the inner store's, except ``fulltext``: the wrapper adds none
+    and loses only that one. A full-text index holds the words of each message, in
+    plaintext, so an encrypted store never keeps one; a search decrypts and scans (the inner
+    store's own index, handed the ciphertext, finds nothing in it). See SECURITY.md.
     """
 
     def __init__(self, inner: Store, *, keys: object = None, allow_plaintext: bool = False) -> None:
@@ -48,7 +51,7 @@ class EncryptedStore:
         self.keycheck = KeyCheck(self.cipher)
         self.inner = inner
         self.allow_plaintext = allow_plaintext
-        self.capabilities = inner.capabilities
+        self.capabilities = inner.capabilities - {FULLTEXT}
         damage = getattr(inner.backend, "chatkeep_damage", None)
         if damage is not None:  # the conformance suite's damage hook reaches the inner store
             self.chatkeep_damage = damage

@@ -41,6 +41,12 @@ OBJECTS: tuple[str, ...] = (
     "sessions_updated_idx",
     "records_pkey",
     "records_record_id_key",
+    "fulltext",
+    "fulltext_key",
+    "fulltext_words_idx",
+    "fulltext_backlog",
+    "fulltext_forget",
+    "fulltext_forget_trigger",
 )
 
 #: The tables holding data (what a read-only handle needs, and what erasure must clean).

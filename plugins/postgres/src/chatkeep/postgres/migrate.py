@@ -20,6 +20,7 @@ from psycopg import sql
 from chatkeep.core import ChatkeepError
 
 from . import sql as pgsql
+from .fulltext_sql import migration_5
 from .layout import TABLES, Names
 
 __all__ = [
@@ -58,6 +59,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "sessions.updated_at kept by a retry that stores nothing, and indexed (recent)",
         pgsql.migration_4,
     ),
+    Migration(5, "fulltext: each record's words, GIN-indexed, and a backlog", migration_5),
 )
 #: The version a store brings its schema to.
 LATEST_VERSION = MIGRATIONS[-1].version

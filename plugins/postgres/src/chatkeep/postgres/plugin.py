@@ -12,6 +12,7 @@ from chatkeep.core.backend import (
     CONDITIONAL,
     DELETE,
     DURABLE,
+    FULLTEXT,
     LIST_SESSIONS,
     NAMESPACE,
     RECENT,
@@ -25,7 +26,7 @@ __all__ = ["CAPABILITIES", "SCHEMES", "chatkeep_register_backends"]
 
 #: What the PostgreSQL backend offers (declared once: the store class reads it from here).
 CAPABILITIES: frozenset[str] = frozenset(
-    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE, RECENT}
+    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE, RECENT, FULLTEXT}
 )
 #: The URL schemes that select it.
 SCHEMES = ("postgresql", "postgres")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
+from .fulltext_sql import render_queries
 from .layout import Names
 
 __all__ = [
@@ -497,6 +498,14 @@ class Queries:
     damage_truncated: bytes
     damage_missing: bytes
     storage_contains: bytes
+    fulltext_exists: bytes
+    fulltext_append: bytes
+    fulltext_append_if: bytes
+    fulltext_sessions_all: bytes
+    fulltext_sessions_bounded: bytes
+    fulltext_pending: bytes
+    fulltext_backlog: bytes
+    fulltext_backfill: bytes
 
     @classmethod
     def render(cls, names: Names, conn: object) -> Queries:
@@ -530,6 +539,7 @@ class Queries:
             damage_truncated=text(_statements(_DAMAGE_TRUNCATED, names)),
             damage_missing=text(_statements(_DAMAGE_MISSING, names)),
             storage_contains=text(_statements(_STORAGE_CONTAINS, names)),
+            **render_queries(names, text),
         )
 
 

@@ -41,6 +41,7 @@ from . import sql as pgsql
 from .arrays import ByteaArray, TextArray, register
 from .config import PostgresOptions, parse_url, password_forms, with_server_options
 from .faults import RETRYABLE, Call, Faults, ReadOnlyStore, backoff, is_retryable
+from .fulltext import FulltextHooks
 from .layout import Names
 from .migrate import ensure_schema, readable_version
 from .plugin import CAPABILITIES
@@ -109,7 +110,7 @@ def _raise_unsettled(session_id: str) -> NoReturn:
     )
 
 
-class PostgresStore:
+class PostgresStore(FulltextHooks):
     """Session logs in PostgreSQL tables (see the package README for the layout).
 
     Open it through chatkeep (``open_store("postgresql://user@host/db?schema=chat")``) or

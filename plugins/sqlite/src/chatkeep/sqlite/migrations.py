@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from . import sql
 from .errors import IncompatibleSchema
+from .fulltext import create_v3
 from .layout import VERSION_TABLE
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ _BACKFILL_BATCH = 1000
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "sessions and records tables", _create_v1),
     Migration(2, "sessions.updated_at and its index (the recent capability)", _add_updated_at),
+    Migration(3, "the FTS5 full-text index and its backlog (the fulltext capability)", create_v3),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 #: The oldest version a ``mode=ro`` handle reads (it never migrates): version 1 lacks only

@@ -12,6 +12,7 @@ from chatkeep.core.backend import (
     CONDITIONAL,
     DELETE,
     DURABLE,
+    FULLTEXT,
     LIST_SESSIONS,
     NAMESPACE,
     RECENT,
@@ -32,12 +33,13 @@ __all__ = [
 
 #: What a SQLite file offers beyond ``append`` and ``read``.
 CAPABILITIES: frozenset[str] = frozenset(
-    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE, RECENT}
+    {DELETE, LIST_SESSIONS, CLOSE, TTL, SHARED, DURABLE, CONDITIONAL, NAMESPACE, RECENT, FULLTEXT}
 )
 #: A private ``:memory:`` database lives in one connection: neither shared nor durable.
 MEMORY_CAPABILITIES: frozenset[str] = CAPABILITIES - {SHARED, DURABLE}
 #: A ``mode=ro`` handle reads and lists, but neither deletes nor appends conditionally.
-READ_ONLY_CAPABILITIES: frozenset[str] = CAPABILITIES - {DELETE, CONDITIONAL}
+#: (Nor ``fulltext``: a search through it scans, whatever index the file holds.)
+READ_ONLY_CAPABILITIES: frozenset[str] = CAPABILITIES - {DELETE, CONDITIONAL, FULLTEXT}
 #: A ``mode=ro`` handle of a file at schema version 1 (before ``updated_at``): no ``recent``,
 #: so newest-first listings fall back to reading each session's last record.
 READ_ONLY_V1_CAPABILITIES: frozenset[str] = READ_ONLY_CAPABILITIES - {RECENT}

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from chatkeep.core.backend import (
+    FULLTEXT,
     AppendConflict,
     CorruptRecord,
     InvalidOption,
@@ -37,6 +38,7 @@ from chatkeep.core.backend import (
 from .config import MEMORY, SQLiteOptions, parse_options, parse_url
 from .errors import DatabaseNotFound, DatabaseReplaced, IncompatibleSchema, ReadOnlyStore, StoreFull
 from .faults import Faults
+from .fulltext import FULLTEXT_VERSION, FulltextHooks, delete_words
 from .layout import MAX_RECORDS, MAX_SESSIONS, SEQ_BITS, label, session_range, tenant_prefix
 from .migrations import (
     LATEST_VERSION,
@@ -125,7 +127,7 @@ class _Handle:
         self.lock = threading.Lock()
 
 
-class SQLiteStore:
+class SQLiteStore(FulltextHooks):
     """A chatkeep backend on one SQLite file (or a private in-memory database).
 
     Example::
@@ -331,6 +333,9 @@ class SQLiteStore:
         if 0 < version < RECENT_VERSION:
             # Readable as it is, without migrating: only the last-append index is missing.
             self.capabilities = READ_ONLY_V1_CAPABILITIES
+        elif version >= FULLTEXT_VERSION:
+            # The index is there to search (appends, the only writers of it, are refused).
+            self.capabilities = READ_ONLY_CAPABILITIES | {FULLTEXT}
         self._no_tables = version == 0
         return connection
 
@@ -483,6 +488,10 @@ class SQLiteStore:
 
     def _key(self, session_id: str) -> str:
         return self._tenant + session_id
+
+    def _append_bodies(self) -> tuple[Callable[..., None], Callable[..., None]]:
+        """The append and conditional append transaction bodies (for :mod:`.fulltext`)."""
+        return _append, _append_if
 
     # -- the two hooks -------------------------------------------------------------------
 
@@ -917,6 +926,7 @@ def _append_checked(
         if old_expiry is not None and old_expiry <= now:
             # Expired but not purged yet: the session starts over, its old ids forgotten.
             connection.execute(_DELETE_RECORDS, session_range(session))
+            delete_words(connection, session)
             length = 0
     if length + count > MAX_RECORDS:
         raise StoreFull(f"session {label(session_id)!r} would exceed {MAX_RECORDS:,} records")
@@ -1008,12 +1018,15 @@ def _delete(connection: sqlite3.Connection, session_id: str) -> None:
     if row is not None:
         connection.execute(_DELETE_RECORDS, session_range(row[0]))
         connection.execute(_DELETE_SESSION, row)
+        delete_words(connection, row[0])
 
 
 def _purge(connection: sqlite3.Connection, now: float, limit: int) -> int:
     expired = connection.execute(_SELECT_EXPIRED, (now, limit)).fetchall()
     connection.executemany(_DELETE_RECORDS, [session_range(row[0]) for row in expired])
     connection.executemany(_DELETE_SESSION, expired)
+    for (session,) in expired:
+        delete_words(connection, session)
     return len(expired)
 
 

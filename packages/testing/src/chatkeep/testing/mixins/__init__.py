@@ -25,6 +25,7 @@ from .order import OrderTests, SliceTests
 from .paging import ListingPagesTests, LongPrefixTests
 from .payload import PayloadTests
 from .recent import RecentDeleteTests, RecentSessionsTests, RecentSharedTests, RecentTtlTests
+from .search import FulltextTests, SearchTests
 from .shared import (
     CrashDurabilityTests,
     CrossHandleDeleteTests,
@@ -71,6 +72,7 @@ __all__ = [
     "ForkDeletionFaultTests",
     "ForkDeletionTests",
     "ForkTests",
+    "FulltextTests",
     "HostileIdListingTests",
     "HostileIdTests",
     "InvalidIdTests",
@@ -93,6 +95,7 @@ __all__ = [
     "RecentTtlTests",
     "RecordIdempotencyTests",
     "RetryTests",
+    "SearchTests",
     "SessionListingTests",
     "SessionMetadataTests",
     "SharedStoreTests",

@@ -1,0 +1,270 @@
+"""What :func:`chatkeep.core.search.search` matches: the query syntax, the text of a
+message, and how the two meet (no I/O here).
+
+The query syntax, kept small::
+
+    oslo invoice          both words (each matches the start of a word: "invoice" finds
+                          "invoices"), anywhere in one message
+    "oslo invoice"        the exact phrase: these words, whole, one after the other
+    -draft                no word of the message starts with "draft"
+    -"first draft"        the message does not hold that phrase
+
+Matching ignores case and accents (``Ålesund`` finds ``alesund`` and the other way
+round) and punctuation: text is cut into words at every character that is not a letter
+or a digit (``get_weather`` is the two words ``get`` and ``weather``).
+
+A message's searchable text (:func:`message_text`) is what a user sees of it: its text,
+each tool call's name and arguments, each tool result. A backend that keeps a full-text
+index is handed :func:`index_words` of each record (the words, folded, space-separated)
+and never parses a record itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from .errors import InvalidOption
+from .messages import FunctionCallContent, FunctionResultContent, Message, TextContent
+from .views._control import CHECKPOINT, FORK, SPLICE, Control, parse_entry
+
+__all__ = [
+    "FORK_WORD",
+    "MAX_QUERY_LENGTH",
+    "SNIPPET_LENGTH",
+    "FoldedText",
+    "Query",
+    "fold",
+    "index_words",
+    "message_text",
+    "parse_query",
+    "record_words",
+    "words",
+]
+
+#: The longest query accepted, in characters.
+MAX_QUERY_LENGTH = 1000
+#: About how many characters of a message a hit's snippet shows.
+SNIPPET_LENGTH = 120
+#: The word the core hands a full-text index for a record that starts a fork: a session
+#: holding one reads messages from another session's log, so an indexed search always
+#: looks at it (see :data:`chatkeep.core.store.FULLTEXT`). It holds an underscore, which
+#: no word cut from text does.
+FORK_WORD = "chatkeep_fork"
+
+# A word: a run of letters and digits (after folding). Underscore is punctuation here.
+_WORD = re.compile(r"[^\W_]+")
+# A query term: an optional "-", then a "phrase" (closing quote optional) or a bare token.
+_TERM = re.compile(r'(-?)(?:"([^"]*)"?|(\S+))')
+
+
+@lru_cache(maxsize=4096)
+def _fold_char(char: str) -> str:
+    """One character as matching sees it: decomposed, accents dropped, case folded."""
+    decomposed = unicodedata.normalize("NFKD", char)
+    kept = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return kept.casefold()
+
+
+def fold(text: str) -> str:
+    """``text`` with case and accents folded away (what words are compared in)."""
+    if text.isascii():
+        return text.lower()
+    return "".join(_fold_char(c) for c in text)
+
+
+def words(text: str) -> list[str]:
+    """The folded words of ``text``, in order."""
+    return _WORD.findall(fold(text))
+
+
+class FoldedText:
+    """A text folded for matching, with each folded character's origin in the original,
+    so a match found in the folded words can be marked in the text a user reads."""
+
+    __slots__ = ("_origins", "folded", "original", "spans")
+
+    def __init__(self, original: str) -> None:
+        self.original = original
+        if original.isascii():
+            self.folded = original.lower()
+            self._origins: list[int] | None = None
+        else:
+            pieces: list[str] = []
+            origins: list[int] = []
+            for index, char in enumerate(original):
+                folded = _fold_char(char)
+                pieces.append(folded)
+                origins.extend([index] * len(folded))
+            self.folded = "".join(pieces)
+            self._origins = origins
+        #: The words as ``(word, start, end)``, start and end in :attr:`folded`.
+        self.spans: list[tuple[str, int, int]] = [
+            (m.group(), m.start(), m.end()) for m in _WORD.finditer(self.folded)
+        ]
+
+    def original_span(self, start: int, end: int) -> tuple[int, int]:
+        """The span of :attr:`original` that folded ``[start:end]`` came from."""
+        if self._origins is None:
+            return start, end
+        return self._origins[start], self._origins[end - 1] + 1
+
+
+@dataclass(frozen=True)
+class Query:
+    """A parsed query: the ``words`` (prefixes) and ``phrases`` (word sequences) a message
+    must all hold, and the ``excluded`` words and phrases it must hold none of."""
+
+    words: tuple[str, ...]
+    phrases: tuple[tuple[str, ...], ...]
+    excluded_words: tuple[str, ...]
+    excluded_phrases: tuple[tuple[str, ...], ...]
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """Every word a match must hold (as a prefix of one of its words): the query's
+        words and its phrases' words. What an index is asked for."""
+        seen = dict.fromkeys(self.words)
+        for phrase in self.phrases:
+            seen.update(dict.fromkeys(phrase))
+        return tuple(seen)
+
+    def match(self, text: FoldedText) -> list[tuple[int, int]] | None:
+        """The folded spans of ``text`` that match (for marking), or ``None`` when ``text``
+        does not match the query."""
+        tokens = [word for word, _, _ in text.spans]
+        marks: list[tuple[int, int]] = []
+        for word in self.excluded_words:
+            if any(token.startswith(word) for token in tokens):
+                return None
+        for phrase in self.excluded_phrases:
+            if _phrase_at(tokens, phrase):
+                return None
+        for word in self.words:
+            found = [i for i, token in enumerate(tokens) if token.startswith(word)]
+            if not found:
+                return None
+            marks.extend((text.spans[i][1], text.spans[i][2]) for i in found)
+        for phrase in self.phrases:
+            starts = _phrase_at(tokens, phrase)
+            if not starts:
+                return None
+            for i in starts:
+                marks.append((text.spans[i][1], text.spans[i + len(phrase) - 1][2]))
+        return sorted(set(marks))
+
+
+def _phrase_at(tokens: Sequence[str], phrase: Sequence[str]) -> list[int]:
+    """Where ``phrase`` (whole words, in order) starts in ``tokens``."""
+    size = len(phrase)
+    first = phrase[0]
+    return [
+        i
+        for i, token in enumerate(tokens)
+        if token == first and list(tokens[i : i + size]) == list(phrase)
+    ]
+
+
+def parse_query(query: str) -> Query:
+    """Parse ``query`` (see the module docstring). Raises
+    :class:`~chatkeep.core.errors.InvalidOption` for a query that is not a ``str``, is
+    longer than :data:`MAX_QUERY_LENGTH`, or has nothing to look for (no word or phrase
+    that is not excluded)."""
+    if type(query) is not str:
+        raise InvalidOption(f"a search query must be a str, not {type(query).__name__}")
+    if len(query) > MAX_QUERY_LENGTH:
+        raise InvalidOption(f"a search query has at most {MAX_QUERY_LENGTH} characters")
+    found: list[str] = []
+    phrases: list[tuple[str, ...]] = []
+    excluded: list[str] = []
+    excluded_phrases: list[tuple[str, ...]] = []
+    for match in _TERM.finditer(query):
+        negative, quoted, bare = match.groups()
+        if quoted is not None:
+            phrase = tuple(words(quoted))  # one word in quotes: that word, whole
+            if phrase:
+                (excluded_phrases if negative else phrases).append(phrase)
+            continue
+        terms = words(bare)
+        if negative:
+            if len(terms) > 1:  # -get_weather: the phrase the token spells
+                excluded_phrases.append(tuple(terms))
+            else:
+                excluded.extend(terms)
+        elif len(terms) > 1:  # an-invoice, get_weather: words that stand together
+            phrases.append(tuple(terms))
+        else:
+            found.extend(terms)
+    if not found and not phrases:
+        raise InvalidOption(
+            f"the search query {query!r} has no word to look for "
+            '(give words, a "phrase", and -words to exclude)'
+        )
+    return Query(
+        tuple(dict.fromkeys(found)),
+        tuple(dict.fromkeys(phrases)),
+        tuple(dict.fromkeys(excluded)),
+        tuple(dict.fromkeys(excluded_phrases)),
+    )
+
+
+def _value_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def message_text(message: Message) -> str:
+    """What a search sees of ``message``: its text, then each tool call's name and
+    arguments and each tool result (its exception too), one per line."""
+    parts: list[str] = []
+    for content in message.contents:
+        if isinstance(content, TextContent):
+            parts.append(content.text)
+        elif isinstance(content, FunctionCallContent):
+            parts.append(f"{content.name}({_value_text(content.arguments)})")
+        elif isinstance(content, FunctionResultContent):
+            parts.append(_value_text(content.result))
+            if content.exception:
+                parts.append(content.exception)
+    return "\n".join(part for part in parts if part)
+
+
+def index_words(messages: Iterable[Message], *, fork: bool = False) -> str:
+    """What a full-text index is handed for one record: the folded words of
+    ``messages`` (a message record's one message, or the messages a checkpoint or edit
+    record holds), each once, space-separated; with ``fork``, also :data:`FORK_WORD`."""
+    seen: dict[str, None] = {}
+    for message in messages:
+        seen.update(dict.fromkeys(words(message_text(message))))
+    if fork:
+        seen[FORK_WORD] = None
+    return " ".join(seen)
+
+
+def record_words(data: bytes) -> str:
+    """What the index keeps of one record: the folded words of the message it holds (or
+    of the messages a checkpoint or edit holds), the fork word for a record that starts a
+    fork, ``""`` for anything else (a damaged record included: the view reports it)."""
+    try:
+        entry = parse_entry(data)
+    except ValueError:
+        return ""
+    if isinstance(entry, Message):
+        return index_words([entry])
+    if isinstance(entry, Control):
+        if entry.kind in (CHECKPOINT, SPLICE):
+            return index_words(entry["messages"])
+        if entry.kind == FORK:
+            return index_words([], fork=True)
+    return ""
