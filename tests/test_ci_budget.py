@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import runpy
 import subprocess
 import sys
@@ -143,3 +144,18 @@ def test_a_session_that_collects_nothing_fails() -> None:
     )
     assert result.returncode != 0, result.stdout + result.stderr
     assert "exit code 5" in result.stdout + result.stderr
+
+
+def test_every_hypothesis_count_goes_through_example_count() -> None:
+    """One place decides how many examples a property test runs (``chatkeep.testing.
+    example_count``: at most 100 under CI=true), so a literal count cannot creep back."""
+    literal = re.compile(r"max_examples\s*=\s*(?!example_count\()")
+    found = [
+        f"{path.relative_to(REPO)}:{number}"
+        for folder in ("core", "plugins", "packages", "tests")
+        for path in sorted((REPO / folder).rglob("*.py"))
+        if ".venv" not in path.parts
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if literal.search(line)
+    ]
+    assert not found, f"max_examples without example_count(...): {found}"

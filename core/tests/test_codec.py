@@ -39,6 +39,7 @@ from chatkeep.core.codec import (
     content_to_dict,
     encode_message_adding,
 )
+from chatkeep.testing import example_count
 
 KNOWN_TYPES = {"text", "function_call", "function_result", "data", "uri", "text_reasoning"}
 ZONES = ["Europe/Oslo", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe", "UTC"]
@@ -210,14 +211,22 @@ def assert_same(decoded: Message, original: Message) -> None:
 # -- round trips ----------------------------------------------------------------------------
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=example_count(200),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(messages)
 def test_round_trip_is_lossless(message: Message) -> None:
     encoded = encode_message(message)
     assert_same(decode_message(encoded), message)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=example_count(100),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(messages)
 def test_encoded_output_is_strict_utf8_json_in_maf_shape(message: Message) -> None:
     encoded = encode_message(message)
@@ -233,7 +242,7 @@ def test_encoded_output_is_strict_utf8_json_in_maf_shape(message: Message) -> No
     assert_same(message_from_dict(json.loads(json.dumps(message_to_dict(message)))), message)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=example_count(150), deadline=None)
 @given(datetimes)
 def test_datetimes_keep_offset_zone_and_fold(value: dt.datetime) -> None:
     message = Message("tool", [FunctionResultContent("c", {"at": value})])
@@ -793,7 +802,7 @@ def test_deeply_nested_input_raises_value_error_not_recursion_error() -> None:
         ]
     ),
 )
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=example_count(300), suppress_health_check=[HealthCheck.too_slow])
 def test_encoding_with_added_properties_is_encoding_a_copy_that_has_them(
     message: Message, added: dict[str, Any]
 ) -> None:

@@ -27,6 +27,7 @@ from chatkeep.core import (
     encode_message,
 )
 from chatkeep.core.codec import plain_decoder
+from chatkeep.testing import example_count
 
 
 def general(data: bytes) -> Message:
@@ -142,7 +143,7 @@ def raw_messages(draw: st.DrawFn) -> dict[str, Any]:
     return out
 
 
-@settings(max_examples=600)
+@settings(max_examples=example_count(600))
 @given(raw_messages())
 def test_typed_decoder_agrees_with_the_general_path(raw: dict[str, Any]) -> None:
     check(json.dumps(raw, ensure_ascii=False, separators=(",", ":")).encode())

@@ -29,9 +29,10 @@ from chatkeep.core import (
     open_store,
     read_view,
 )
+from chatkeep.testing import example_count
 
 FUZZ = settings(
-    max_examples=150,
+    max_examples=example_count(150),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     database=None,

@@ -25,6 +25,7 @@ from chatkeep.core.views import ViewBuilder, build_view, compact, fork, read_vie
 from chatkeep.core.views._ops import view_program
 from chatkeep.core.views._program import Program, run
 from chatkeep.core.views._walk import walk_chain
+from chatkeep.testing import example_count
 
 
 def keep_last(count: int):  # type: ignore[no-untyped-def]
@@ -84,7 +85,7 @@ steps = st.lists(
 )
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=example_count(120), deadline=None)
 @given(steps)
 def test_batch_feed_matches_feeding_one_by_one(plan: list[tuple[str, int]]) -> None:
     store = open_store("memory://")

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from chatkeep.agent_framework.convert import FRAMEWORK_MESSAGE_ID, to_maf, to_record
 from chatkeep.core import decode_message, encode_message, message_from_dict, message_to_dict
 from chatkeep.core.codec import MARKER
+from chatkeep.testing import example_count
 
 # -- strategies: MAF values -----------------------------------------------------------------
 
@@ -230,7 +231,11 @@ def without_empty_content_properties(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, "contents": contents}
 
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=example_count(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 # -- the properties -------------------------------------------------------------------------
 
@@ -287,7 +292,7 @@ def test_every_listed_content_type_is_generated() -> None:
     # The strategy above must keep covering the content types issue 12 lists.
     seen: set[str] = set()
 
-    @settings(max_examples=400, deadline=None, database=None)
+    @settings(max_examples=example_count(400), deadline=None, database=None)
     @given(contents)
     def collect(content: Content) -> None:
         seen.add(content.type)

@@ -29,6 +29,7 @@ from chatkeep.core.views import read_log
 from chatkeep.google_adk import ChatkeepSessionService
 from chatkeep.google_adk.layout import session_keys
 from chatkeep.google_adk.parts import PART_TYPE, content_of_part, part_of_content
+from chatkeep.testing import example_count
 
 APP = "app"
 
@@ -199,7 +200,11 @@ async def test_an_event_with_everything_round_trips_on_every_store(
 
 
 @pytest.mark.anyio
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=example_count(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(content=st.lists(parts(), max_size=4), role=st.sampled_from(["user", "model", None]))
 async def test_generated_events_round_trip(content: list[types.Part], role: str | None) -> None:
     service = ChatkeepSessionService(url="memory://")

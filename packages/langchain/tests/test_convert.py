@@ -31,6 +31,7 @@ from chatkeep.core import (
     encode_message,
 )
 from chatkeep.langchain import MESSAGE_KEY, from_chatkeep, to_chatkeep
+from chatkeep.testing import example_count
 
 PNG = "iVBORw0KGgo="
 
@@ -253,7 +254,7 @@ messages = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=example_count(300), deadline=None)
 @given(messages)
 def test_every_message_round_trips_through_a_store(message: BaseMessage) -> None:
     stored, back = through_store(message)
@@ -261,7 +262,7 @@ def test_every_message_round_trips_through_a_store(message: BaseMessage) -> None
     assert stored.message_id == "rec-1"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=example_count(150), deadline=None)
 @given(st.lists(messages, max_size=4))
 def test_the_fast_read_path_agrees_with_the_view(batch: list[BaseMessage]) -> None:
     """``messages`` decodes plain records straight to LangChain messages; the view path

@@ -24,6 +24,7 @@ from chatkeep.core import (
 from chatkeep.openai import from_chat_messages, from_items, to_chat_messages, to_items
 from chatkeep.openai.chat_format import to_chat_tools
 from chatkeep.openai.responses_format import split_instructions, to_response_tools
+from chatkeep.testing import example_count
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x01binary\xff"
 
@@ -344,7 +345,7 @@ def exchanges(draw: st.DrawFn) -> list[Message]:
     return messages
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=example_count(60), deadline=None)
 @given(exchanges())
 def test_generated_conversations_round_trip_both_formats(messages: list[Message]) -> None:
     assert from_chat_messages(to_chat_messages(messages)) == messages

@@ -22,6 +22,7 @@ from chatkeep.core import (
     encode_message,
 )
 from chatkeep.openai_agents import ITEM_KEY, item_to_message, message_to_items
+from chatkeep.testing import example_count
 
 
 def through_store(item: dict[str, Any]) -> tuple[Message, list[dict[str, Any]]]:
@@ -259,7 +260,7 @@ items = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=example_count(400), deadline=None)
 @given(items)
 def test_every_json_item_round_trips_through_a_store(item: dict[str, Any]) -> None:
     message, back = through_store(item)
@@ -267,7 +268,7 @@ def test_every_json_item_round_trips_through_a_store(item: dict[str, Any]) -> No
     assert message.message_id == "rec-1"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=example_count(150), deadline=None)
 @given(st.lists(items, max_size=4))
 def test_the_fast_read_path_agrees_with_the_view(batch: list[dict[str, Any]]) -> None:
     """get_items decodes plain records straight to items; the view path builds messages

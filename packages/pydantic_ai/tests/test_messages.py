@@ -49,6 +49,7 @@ from pydantic_ai.usage import RequestUsage
 
 from chatkeep.core import read_view
 from chatkeep.pydantic_ai import ChatkeepConversationStore
+from chatkeep.testing import example_count
 
 pytestmark = pytest.mark.anyio
 
@@ -182,7 +183,9 @@ JSON = st.recursive(
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=example_count(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(text=st.text(), args=st.dictionaries(st.text(max_size=10), JSON, max_size=5), result=JSON)
 async def test_any_text_and_json_round_trip(

@@ -32,6 +32,7 @@ from chatkeep.core import (
     RecordConflict,
     StoreUnavailable,
 )
+from chatkeep.testing import example_count
 
 SMALL = {"segment_blocks": 4, "max_block_bytes": 1024}
 
@@ -533,7 +534,7 @@ def test_interleaved_writers_never_lose_or_duplicate(fake_service: Any, seed: in
 # -- a model: random appends, retries, faults, handles and reads -----------------------
 
 MODEL_SETTINGS = settings(
-    max_examples=60,
+    max_examples=example_count(60),
     stateful_step_count=30,
     deadline=None,
     database=None,

@@ -16,6 +16,7 @@ from chatkeep.azure_blob.layout import (
     segment_name,
     segment_number,
 )
+from chatkeep.testing import example_count
 
 # Valid session ids: 1-512 characters, no NUL, no lone surrogates.
 session_ids = st.text(
@@ -66,7 +67,7 @@ def test_distinct_hostile_ids_never_collide() -> None:
     assert len(set(folders)) == len(HOSTILE)
 
 
-@settings(max_examples=400)
+@settings(max_examples=example_count(400))
 @given(session_ids)
 def test_round_trip(session_id: str) -> None:
     folder = encode_session_id(session_id)
@@ -75,14 +76,14 @@ def test_round_trip(session_id: str) -> None:
         assert decode_folder(folder) == session_id
 
 
-@settings(max_examples=300)
+@settings(max_examples=example_count(300))
 @given(session_ids, session_ids)
 def test_distinct_ids_get_distinct_folders(one: str, two: str) -> None:
     if one != two:
         assert encode_session_id(one) != encode_session_id(two)
 
 
-@settings(max_examples=400)
+@settings(max_examples=example_count(400))
 @given(session_ids, st.integers(0, 512))
 def test_prefixes_are_preserved(session_id: str, cut: int) -> None:
     prefix = session_id[:cut]

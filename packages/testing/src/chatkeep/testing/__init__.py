@@ -27,6 +27,7 @@ register_assert_rewrite()
 
 if TYPE_CHECKING:
     from .conformance import StoreConformance
+    from .hypothesis_examples import example_count
     from .mixins import (
         AsyncApiTests,
         AtomicBatchTests,
@@ -95,6 +96,7 @@ if TYPE_CHECKING:
 #: The one list of public names: name -> the submodule defining it (loaded on first use).
 _EXPORTS: dict[str, str] = {
     "StoreConformance": "conformance",
+    "example_count": "hypothesis_examples",
     "CapabilityResult": "report",
     "ConformanceReport": "report",
     "TestOutcome": "report",

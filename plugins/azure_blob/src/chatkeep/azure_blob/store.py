@@ -60,6 +60,10 @@ T = TypeVar("T")
 
 #: The plugin's logger: the layout-1 warning goes here.
 LOGGER = logging.getLogger("chatkeep.azure_blob")
+#: Sessions per List Blobs page of ``list_sessions`` (the service's maximum, 5,000). The
+#: repository's conformance run lowers it so its listing test crosses page boundaries with
+#: a few hundred sessions instead of more than 5,000.
+LISTING_PAGE = 5000
 #: Entries of the one listing page the layout-1 check reads.
 LEGACY_CHECK_PAGE = 20
 #: At most this many folders of that page are confirmed (one Get Blob Properties each).
@@ -496,7 +500,9 @@ class AzureBlobStore:
         with self._errors(None, "list_sessions"):
             container = self._sync_driver().container
             pages = container.walk_blobs(
-                name_starts_with=self._listing_start(prefix), delimiter="/"
+                name_starts_with=self._listing_start(prefix),
+                delimiter="/",
+                results_per_page=LISTING_PAGE,
             )
         iterator = iter(pages)
         listed = False
@@ -534,7 +540,9 @@ class AzureBlobStore:
         with self._errors(None, "list_sessions"):
             container = self._async_driver().container
             pages = container.walk_blobs(
-                name_starts_with=self._listing_start(prefix), delimiter="/"
+                name_starts_with=self._listing_start(prefix),
+                delimiter="/",
+                results_per_page=LISTING_PAGE,
             )
         iterator = pages.__aiter__()
         listed = False

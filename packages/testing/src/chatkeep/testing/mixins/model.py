@@ -15,6 +15,7 @@ from hypothesis.stateful import (
 
 from chatkeep.core import Record, Store
 
+from ..hypothesis_examples import example_count
 from ._base import ConformanceBase
 
 __all__ = ["MODEL_SETTINGS", "LogModel", "ModelTests"]
@@ -23,7 +24,7 @@ __all__ = ["MODEL_SETTINGS", "LogModel", "ModelTests"]
 #: (nothing to keep between runs of a suite pointed at changing stores), one bug reported
 #: and shrunk at a time, and no "explain" phase, so a failing backend fails quickly.
 MODEL_SETTINGS = settings(
-    max_examples=30,
+    max_examples=example_count(30),
     stateful_step_count=20,
     deadline=None,
     database=None,
