@@ -23,6 +23,7 @@ ORDER = (
     "conditional",
     "namespace",
     "recent",
+    "fulltext",
 )
 
 #: Root README row label -> backend name.
