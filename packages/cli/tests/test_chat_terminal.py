@@ -195,3 +195,23 @@ def test_where_the_history_file_is(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert history_file() == tmp_path / "mine"
     monkeypatch.setenv("CHATKEEP_HISTORY_FILE", "")  # empty: no history file
     assert history_file() is None
+
+
+def test_a_bracketed_paste_of_several_lines_is_one_turn(tmp_path: Path) -> None:
+    """What a terminal in bracketed-paste mode sends for a pasted block (its lines ended by
+    carriage returns, between the paste markers): one message, sent by the Enter after."""
+    url = f"sqlite:///{tmp_path / 'chat.db'}"
+    term = Terminal("chat", "--url", url, "--session", "s", cwd=tmp_path)
+    term.expect("you> ")
+    term.type(b"\x1b[200~first line\rsecond line\rthird line\x1b[201~")
+    term.type(b"\r")
+    term.expect("[seen 1]")
+    term.expect("you> ")
+    term.type(CTRL_D)
+    code = term.exit_code()
+    screen = term.screen.decode(errors="replace")
+    assert code == 0 and "Traceback" not in screen, screen
+    assert "[seen 2]" not in screen
+    with open_store(url) as store:
+        texts = [m.text for m in read_view(store, "s") if m.role == "user"]
+    assert texts == ["first line\nsecond line\nthird line"]
