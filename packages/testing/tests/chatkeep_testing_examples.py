@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fnmatch
+import heapq
 import random
 import sqlite3
 import threading
@@ -104,12 +105,29 @@ class DictStore:
     def matches(self, name: str, prefix: str | None) -> bool:
         return prefix is None or name.startswith(prefix)
 
-    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+    page = 100
+
+    def after(self, name: str, last: str | None) -> bool:
+        """Whether ``name`` belongs on the page that continues after ``last``."""
+        return last is None or name > last
+
+    def page_after(self, prefix: str | None, last: str | None) -> list[str]:
+        """The next page of the listing: memory for a page, whatever the store holds (a
+        scan of the dict, where a real store walks an index)."""
         with self.lock:
-            names = sorted(self.logs)
-        for name in names:
-            if self.matches(name, prefix):
-                yield name
+            return heapq.nsmallest(
+                self.page,
+                (n for n in self.logs if self.matches(n, prefix) and self.after(n, last)),
+            )
+
+    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
+        last: str | None = None
+        while True:
+            page = self.page_after(prefix, last)
+            yield from page
+            if len(page) < self.page:
+                return
+            last = page[-1]
 
     def close(self) -> None:
         pass
@@ -272,57 +290,41 @@ class ShortPrefixCompare(DictStore):
 
 
 class PagedDictStore(DictStore):
-    """A correct listing in pages of 100, resuming after the last id of a page."""
-
-    page = 100
-
-    def page_after(self, names: list[str], last: str | None) -> list[str]:
-        return [n for n in names if last is None or n > last][: self.page]
-
-    def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
-        last: str | None = None
-        while True:
-            with self.lock:
-                names = sorted(n for n in self.logs if self.matches(n, prefix))
-            page = self.page_after(names, last)
-            yield from page
-            if len(page) < self.page:
-                return
-            last = page[-1]
+    """A correct listing in pages of 100, resuming after the last id of a page (as
+    ``DictStore`` does; the broken listings below derive from this one)."""
 
 
 class PagesSkipExtensions(PagedDictStore):
     """Bug: the next page starts after the *upper bound* of the last id, as for a prefix,
     so ids that extend the last id of a page (``abc`` then ``abc-x``) are skipped."""
 
-    def page_after(self, names: list[str], last: str | None) -> list[str]:
-        bound = None if last is None else last + "\U0010ffff"
-        return [n for n in names if bound is None or n > bound][: self.page]
+    def after(self, name: str, last: str | None) -> bool:
+        return last is None or name > last + "\U0010ffff"
 
 
 class PagesRepeatLast(PagedDictStore):
     """Bug: the next page starts *at* the last id of the previous one (``>=``), so every
     page boundary lists an id twice."""
 
-    def page_after(self, names: list[str], last: str | None) -> list[str]:
-        return [n for n in names if last is None or n >= last][: self.page]
+    def after(self, name: str, last: str | None) -> bool:
+        return last is None or name >= last
 
 
 class PagesForgetPrefix(PagedDictStore):
     """Bug: pages after the first forget the prefix, so a listing runs on into the
     sessions that sort after it."""
 
+    def page_after(self, prefix: str | None, last: str | None) -> list[str]:
+        return super().page_after(prefix if last is None else None, last)
+
+
+class EagerListing(PagedDictStore):
+    """Bug: the listing gathers every page before yielding the first id (a list built
+    from the pages, to sort or count it), so memory and the wait for the first id grow
+    with the listing."""
+
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
-        last: str | None = None
-        while True:
-            with self.lock:
-                wanted = prefix if last is None else None
-                names = sorted(n for n in self.logs if self.matches(n, wanted))
-            page = self.page_after(names, last)
-            yield from page
-            if len(page) < self.page:
-                return
-            last = page[-1]
+        return iter(list(super().list_sessions(prefix)))
 
 
 class FarTailRefused(DictStore):
@@ -999,6 +1001,7 @@ BROKEN = {
     "unclamped": UnclampedTail,
     "pageforget": PagesForgetPrefix,
     "fartail": FarTailRefused,
+    "eager": EagerListing,
 }
 
 BROKEN_FILES = {

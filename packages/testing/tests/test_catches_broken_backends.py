@@ -107,6 +107,10 @@ SELF_CHECK: dict[str, tuple[str, str, set[str], set[str]]] = {
         "pageforget", "paged", {"ListingPagesTests.test_many_pages_of_extending_ids"},
         {"list_sessions"},
     ),
+    "the listing is lazy: its first id costs a page": (
+        "eager", "paged", {"ListingPagesTests.test_many_pages_of_extending_ids"},
+        {"list_sessions"},
+    ),
     "a tail bound far longer than the log reads the whole log": (
         "fartail", "dict", {"SliceTests.test_extreme_bounds"}, {"core"},
     ),

@@ -8,6 +8,7 @@ Registered through the same hook as every external backend.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +21,9 @@ from .namespaces import check_namespace
 from .records import Record
 
 __all__ = ["MemoryStore"]
+
+#: Session ids a listing takes per hold of the lock.
+LIST_PAGE = 100
 
 
 class _Log:
@@ -37,6 +41,9 @@ class _Sessions:
         self.lock = threading.Lock()
         # (namespace, session id) -> log; the default namespace is "".
         self.logs: dict[tuple[str, str], _Log] = {}
+        # namespace -> its session ids in code-point order, so a listing pages through
+        # them instead of sorting every id before yielding the first.
+        self.ordered: dict[str, list[str]] = {}
 
 
 _named: dict[str, _Sessions] = {}
@@ -98,6 +105,7 @@ class MemoryStore:
     def _store(self, key: tuple[str, str], log: _Log | None, fresh: list[Record]) -> None:
         if log is None:
             log = self._sessions.logs[key] = _Log()
+            bisect.insort(self._sessions.ordered.setdefault(key[0], []), key[1])
         log.records.extend(fresh)
         log.data_by_id.update(fresh)
         log.updated = time.time()
@@ -133,20 +141,31 @@ class MemoryStore:
     def delete(self, session_id: str) -> None:
         """Erase the session (its record ids become free again)."""
         with self._sessions.lock:
-            self._sessions.logs.pop((self.namespace, session_id), None)
+            if self._sessions.logs.pop((self.namespace, session_id), None) is not None:
+                ordered = self._sessions.ordered[self.namespace]
+                del ordered[bisect.bisect_left(ordered, session_id)]
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
-        """This namespace's session ids in code-point order (a snapshot)."""
-        namespace = self.namespace
-        with self._sessions.lock:
-            names = sorted(
-                session_id
-                for (owner, session_id), log in self._sessions.logs.items()
-                if owner == namespace and log.records
-            )
-        for name in names:
-            if prefix is None or name.startswith(prefix):
+        """This namespace's session ids in code-point order, :data:`LIST_PAGE` at a time
+        from an ordered index (lazy: the first id costs a page, not the listing)."""
+        prefix = prefix or ""
+        after: str | None = None
+        while True:
+            with self._sessions.lock:
+                ordered = self._sessions.ordered.get(self.namespace, [])
+                at = (
+                    bisect.bisect_left(ordered, prefix)
+                    if after is None
+                    else bisect.bisect_right(ordered, after)
+                )
+                page = ordered[at : at + LIST_PAGE]
+            for name in page:
+                if not name.startswith(prefix):
+                    return
                 yield name
+            if len(page) < LIST_PAGE:
+                return
+            after = page[-1]
 
     def recent_sessions(
         self, prefix: str | None, before: tuple[float, str] | None, limit: int

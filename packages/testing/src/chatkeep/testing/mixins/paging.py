@@ -1,7 +1,9 @@
-"""Listing at volume: many pages of ids that extend one another, from every handle."""
+"""Listing at volume: many pages of ids that extend one another, from every handle, and a
+first id that costs a page, not the listing."""
 
 from __future__ import annotations
 
+import tracemalloc
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -50,10 +52,67 @@ def _check_listing(listed: list[str], expected: list[str], who: str) -> None:
     assert not extra, f"{who}: listed ids never written: {extra[:3]!r}"
 
 
+#: Memory a listing may hold more after its first id once the listing doubled: bytes,
+#: and a share of what it held before (an eager listing's holding doubles with it).
+_LAZY_NOISE = 1024
+_LAZY_SHARE = 0.25
+_LAZY_ATTEMPTS = 3
+#: Frames kept per traced allocation: enough to reach this module's frame from inside a
+#: driver, so what other threads allocate (a server running in this process) is left out.
+_FRAMES = 256
+
+
+def _first_id_memory(store: Store, prefix: str) -> int:
+    """The least Python memory a listing holds once it yielded its first id, over three
+    listings (allocations only ever add noise, like time): what was allocated on this
+    thread during ``next()`` and is still alive. Time-free: a lazy listing holds a page
+    whatever the listing's length, an eager one the whole listing."""
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start(_FRAMES)
+    mine = [tracemalloc.Filter(True, __file__, all_frames=True)]
+    try:
+        next(iter(store.list_sessions(prefix)))  # warm: connections, caches, scripts
+        least = None
+        for _ in range(3):
+            listing = store.list_sessions(prefix)
+            before = tracemalloc.take_snapshot().filter_traces(mine)
+            next(listing)
+            after = tracemalloc.take_snapshot().filter_traces(mine)
+            held = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+            close = getattr(listing, "close", None)
+            if close is not None:
+                close()  # a generator's page goes now, not at collection
+            least = held if least is None else min(least, held)
+        assert least is not None
+        return least
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+
+
+def _check_lazy(store: Store, prefix: str, half: int, small: int, added: int) -> None:
+    """The first id of the doubled listing costs what it cost before, within the allowance
+    (measured again before it fails)."""
+    allowed = _LAZY_NOISE + int(_LAZY_SHARE * small)
+    grown = 0
+    for _ in range(_LAZY_ATTEMPTS):
+        grown = _first_id_memory(store, prefix) - small
+        if grown <= allowed:
+            return
+    raise AssertionError(
+        f"list_sessions is not lazy: after its first id it held {grown} bytes more once the "
+        f"listing grew from {half} to {half + added} sessions (allowed {allowed}): it builds "
+        "the whole listing before yielding, where a lazy one reads a page"
+    )
+
+
 class ListingPagesTests(ConformanceBase):
     """``--chatkeep-listing-sessions`` (default 2,400) sessions listed whole, each once,
     across many page boundaries; from a second handle (``shared``) and after reopening
-    (``durable``) too, after the first handle listed (no stale listing)."""
+    (``durable``) too, after the first handle listed (no stale listing). Lazy: the first
+    id holds no more memory once the listing doubled (half of it must span more than a
+    page)."""
 
     def test_many_pages_of_extending_ids(
         self,
@@ -71,8 +130,10 @@ class ListingPagesTests(ConformanceBase):
         _create(chatkeep_store, [prefix[:-1] + ",", prefix[:-1] + "."])
         _create(chatkeep_store, ids[: count // 2])
         _check_listing(list(chatkeep_store.list_sessions(prefix)), ids[: count // 2], "first half")
+        small = _first_id_memory(chatkeep_store, prefix)
         _create(chatkeep_store, ids[count // 2 :])
         _check_listing(list(chatkeep_store.list_sessions(prefix)), ids, "this handle")
+        _check_lazy(chatkeep_store, prefix, count // 2, small, count - count // 2)
         group = f"{prefix}{12:05d}"
         _check_listing(
             list(chatkeep_store.list_sessions(group)),
