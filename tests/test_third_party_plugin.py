@@ -160,4 +160,5 @@ def test_module_runner_reports_full(venv_python: Path, tmp_path: Path) -> None:
         "damage": "not provided",
         "erasure": "not provided",
         "durability": "not provided",
+        "expiry": "not declared",
     }

@@ -37,11 +37,13 @@ def test_runner_reports_memory_as_full() -> None:
         "conditional": "pass",
         "namespace": "pass",
         "recent": "pass",
+        "fulltext": "not declared",
         "views": "pass",
         "lifecycle": "pass",
         "damage": "not provided",
         "erasure": "not provided",
         "durability": "not provided",
+        "expiry": "not declared",
     }
     counts = report.counts
     assert counts["failed"] == 0

@@ -79,6 +79,7 @@ class StoreConformance(
     mixins.DamageTests,
     mixins.ErasureTests,
     mixins.DurabilityClaimTests,
+    mixins.TtlRetryTests,
 ):
     """The whole store conformance suite. Subclass it as ``Test...`` and override the
     ``chatkeep_url`` fixture (or pass ``--chatkeep-url``)."""

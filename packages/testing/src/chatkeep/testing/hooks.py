@@ -35,6 +35,14 @@ the report, never ``pass``. They are for tests only: nothing in chatkeep calls t
     claims ``"power"`` with its default settings (DESIGN section 10: backends default to
     the safe setting), and verifies the part it can: a record acknowledged by a process that
     then dies without closing anything is read back by another process.
+
+``chatkeep_expiry(session_id) -> float | None``
+    When the session expires, in seconds since the epoch by the store's clock (a server's
+    clock may differ from the test's by minutes), or ``None`` when it never expires or does
+    not exist. Read from storage, never from the handle's settings. The suite checks the
+    ``ttl`` rules with it, with no sleeping: an exact retry that stores nothing sets the
+    expiry from the retrying handle's ``ttl``, and an append (a retry included) through a
+    handle opened without ``ttl`` clears it.
 """
 
 from __future__ import annotations
@@ -46,19 +54,22 @@ __all__ = [
     "DAMAGE_KINDS",
     "DURABILITY",
     "DURABILITY_LEVELS",
+    "EXPIRY",
     "STORAGE_CONTAINS",
     "TEST_HOOKS",
     "Damageable",
     "DurabilityReporting",
+    "ExpiryReporting",
     "StorageInspectable",
 ]
 
 DAMAGE = "chatkeep_damage"
 STORAGE_CONTAINS = "chatkeep_storage_contains"
 DURABILITY = "chatkeep_durability"
+EXPIRY = "chatkeep_expiry"
 
 #: Every test hook the suite knows.
-TEST_HOOKS: tuple[str, ...] = (DAMAGE, STORAGE_CONTAINS, DURABILITY)
+TEST_HOOKS: tuple[str, ...] = (DAMAGE, STORAGE_CONTAINS, DURABILITY, EXPIRY)
 
 DamageKind = Literal["garbage", "truncated", "missing"]
 
@@ -91,3 +102,11 @@ class DurabilityReporting(Protocol):
 
     def chatkeep_durability(self) -> str:
         """``"nothing"``, ``"process"``, ``"server"`` or ``"power"``."""
+
+
+@runtime_checkable
+class ExpiryReporting(Protocol):
+    """A backend that says when a session expires."""
+
+    def chatkeep_expiry(self, session_id: str) -> float | None:
+        """Seconds since the epoch (the store's clock), or ``None``: never, or no session."""

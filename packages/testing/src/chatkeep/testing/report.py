@@ -88,6 +88,12 @@ def _hooks_of(group: str) -> frozenset[str]:
     )
 
 
+def _capabilities_of(group: str) -> frozenset[str]:
+    return frozenset(
+        name for req in REQUIREMENTS.values() if req.group == group for name in req.capabilities
+    )
+
+
 def _group_order(declared: frozenset[str], seen: Iterable[str]) -> list[str]:
     order = [CORE, *CAPABILITY_ORDER]
     for requirement in REQUIREMENTS.values():
@@ -147,6 +153,8 @@ class ConformanceReport:
                 status = FAIL
             elif capability_row and group not in self.declared:
                 status = NOT_DECLARED
+            elif hooks and not _capabilities_of(group) <= self.declared:
+                status = NOT_DECLARED  # the hook checks a capability the store lacks
             elif hooks and not hooks <= self.provided_hooks:
                 status = NOT_PROVIDED
             elif hooks and not passed and all(o.skipped_by_choice for o in mine):

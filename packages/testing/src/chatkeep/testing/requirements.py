@@ -47,7 +47,7 @@ CAPABILITY_ORDER: tuple[str, ...] = (
 )
 
 #: Report rows of the optional test hooks (:mod:`chatkeep.testing.hooks`), after the rest.
-HOOK_GROUPS: tuple[str, ...] = ("damage", "erasure", "durability")
+HOOK_GROUPS: tuple[str, ...] = ("damage", "erasure", "durability", "expiry")
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,7 @@ REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType(
         "DamageTests": needs(group="damage", hooks=("chatkeep_damage",)),
         "ErasureTests": needs("delete", group="erasure", hooks=("chatkeep_storage_contains",)),
         "DurabilityClaimTests": needs(group="durability", hooks=("chatkeep_durability",)),
+        "TtlRetryTests": needs("ttl", "shared", group="expiry", hooks=("chatkeep_expiry",)),
     }
 )
 

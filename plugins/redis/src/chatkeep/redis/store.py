@@ -19,6 +19,7 @@ the keys and element format are in :mod:`chatkeep.redis.layout`, the scripts in
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from functools import partial
@@ -391,6 +392,15 @@ class RedisStore(RedisBase):
                 if int(cursor) == 0:
                     break
         return False
+
+    def chatkeep_expiry(self, session_id: str) -> float | None:
+        """When the session expires (seconds since the epoch: this machine's clock plus the
+        log key's ``PTTL``), ``None`` for never or no session (a test hook of
+        ``chatkeep.testing``)."""
+        self._check_open()
+        log_key = self._layout.binary_keys(session_id)[0]
+        left = int(self._sync_client().pttl(log_key))
+        return None if left < 0 else time.time() + left / 1000
 
     def chatkeep_damage(self, session_id: str, position: int, kind: str) -> None:
         """Damage the record at ``position`` behind the store's back, as a failing disk or

@@ -28,6 +28,7 @@ __all__ = [
     "RECENT_SQL",
     "RESERVE_POSITIONS",
     "SELECT_EXPIRED",
+    "SELECT_EXPIRY",
     "SELECT_LAST_RECORDS",
     "SELECT_RECORD_ID",
     "SELECT_SESSION",
@@ -102,6 +103,7 @@ def pragma(name: str, value: str | None = None) -> str:
 
 SELECT_SESSION = f"SELECT id, length, expires_at FROM {SESSIONS_TABLE} WHERE session_id = ?"  # noqa: S608
 SELECT_SESSION_ID = f"SELECT id FROM {SESSIONS_TABLE} WHERE session_id = ?"  # noqa: S608
+SELECT_EXPIRY = f"SELECT expires_at FROM {SESSIONS_TABLE} WHERE session_id = ?"  # noqa: S608
 INSERT_SESSION = (
     f"INSERT INTO {SESSIONS_TABLE} (session_id, length, expires_at, updated_at) "  # noqa: S608
     "VALUES (?, ?, ?, ?)"

@@ -64,6 +64,7 @@ from .sql import LIST_SQL as _LIST_SQL
 from .sql import RECENT_SQL as _RECENT_SQL
 from .sql import RESERVE_POSITIONS as _RESERVE_POSITIONS
 from .sql import SELECT_EXPIRED as _SELECT_EXPIRED
+from .sql import SELECT_EXPIRY as _SELECT_EXPIRY
 from .sql import SELECT_RECORD_ID as _SELECT_RECORD_ID
 from .sql import SELECT_SESSION as _SELECT_SESSION
 from .sql import SELECT_SESSION_ID as _SELECT_SESSION_ID
@@ -609,6 +610,18 @@ class SQLiteStore(FulltextHooks):
         if self.path == MEMORY:
             return "nothing"
         return "power" if self.options.synchronous in ("full", "extra") else "process"
+
+    def chatkeep_expiry(self, session_id: str) -> float | None:
+        """When the session expires (seconds since the epoch, the ``expires_at`` its last
+        append stored), ``None`` for never or no session (a test hook of
+        ``chatkeep.testing``)."""
+        self._check_open()
+        handle = self._handle()
+        with handle.lock, self._faults.mapped():
+            if self._no_tables and self._tables_missing(handle.connection):
+                return None
+            row = handle.connection.execute(_SELECT_EXPIRY, (self._key(session_id),)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
 
     def chatkeep_damage(self, session_id: str, position: int, kind: str) -> None:
         """Damage the record at ``position`` behind the store's back, as another program

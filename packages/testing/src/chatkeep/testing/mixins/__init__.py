@@ -34,7 +34,7 @@ from .shared import (
     ProcessOrderTests,
     SharedStoreTests,
 )
-from .ttl import TtlTests
+from .ttl import TtlRetryTests, TtlTests
 from .views import (
     CheckpointTests,
     CorruptRecordTests,
@@ -102,6 +102,7 @@ __all__ = [
     "SliceTests",
     "TailCostTests",
     "ThreadConcurrencyTests",
+    "TtlRetryTests",
     "TtlTests",
     "UndoTests",
     "ViewsAndLifecycleTests",

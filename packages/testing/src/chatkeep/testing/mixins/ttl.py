@@ -16,9 +16,11 @@ import pytest
 
 from chatkeep.core import Record, Store
 
+from ..checks import records
+from ..hooks import EXPIRY
 from ._base import ConformanceBase
 
-__all__ = ["TtlTests"]
+__all__ = ["TtlRetryTests", "TtlTests"]
 
 _TTL = 2.0
 _MARGIN = 0.6
@@ -78,3 +80,48 @@ class TtlTests(ConformanceBase):
         store.append(idle, [Record("r1", b"again")])
         assert store.read(idle) == [Record("r1", b"again")], "an expired session came back"
         return True
+
+
+#: Two ttls far apart, and how far the store's clock may be from the test's.
+_SHORT_TTL, _LONG_TTL, _CLOCK_SKEW = 1000.0, 100000.0, 300.0
+
+
+class TtlRetryTests(ConformanceBase):
+    """Every append sets the expiry from the appending handle's ``ttl``, an exact retry
+    that stores nothing included; an append through a handle opened without ``ttl`` clears
+    it (handles of a ``shared`` store with different ``ttl``; the expiry read back with
+    the ``chatkeep_expiry`` test hook, no sleeping)."""
+
+    def test_the_appending_handle_sets_or_clears_the_expiry(
+        self, chatkeep_open: Callable[..., Store]
+    ) -> None:
+        short, long = chatkeep_open(ttl=_SHORT_TTL), chatkeep_open(ttl=_LONG_TTL)
+        plain = chatkeep_open()
+        expiry = getattr(short.backend, EXPIRY)
+        session = f"ck-ttlr-{uuid.uuid4().hex[:12]}"
+
+        def expires_in(ttl: float | None, what: str) -> None:
+            at = expiry(session)
+            if ttl is None:
+                assert at is None, f"{what}: the session expires at {at}, expected never"
+                return
+            assert at is not None, f"{what}: the session never expires, expected in {ttl:g} s"
+            left = at - time.time()
+            assert abs(left - ttl) < _CLOCK_SKEW, (
+                f"{what}: the session expires in {left:.0f} s, expected {ttl:g} s"
+            )
+
+        batch = records(2)
+        short.append(session, batch)
+        expires_in(_SHORT_TTL, f"an append through a handle with ttl={_SHORT_TTL:g}")
+        long.append(session, batch)  # an exact retry: stores nothing, sets the expiry
+        expires_in(_LONG_TTL, f"an exact retry through a handle with ttl={_LONG_TTL:g}")
+        short.append(session, batch)
+        expires_in(_SHORT_TTL, f"an exact retry through a handle with ttl={_SHORT_TTL:g}")
+        plain.append(session, batch)  # an exact retry without ttl: clears it
+        expires_in(None, "an exact retry through a handle opened without ttl")
+        long.append(session, records(3))  # stores the third record
+        expires_in(_LONG_TTL, f"an append through a handle with ttl={_LONG_TTL:g}")
+        plain.append(session, records(4))
+        expires_in(None, "an append through a handle opened without ttl")
+        assert short.read(session) == records(4), "the appends stored the records once each"
