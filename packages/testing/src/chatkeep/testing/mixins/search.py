@@ -180,3 +180,22 @@ class FulltextTests(ConformanceBase):
         _say(store, prefix + "d", ("user", f"{word} default"))
         assert [h["session_id"] for h in _same(tenant, word, prefix)] == [prefix + "t"]
         assert [h["session_id"] for h in _same(store, word, prefix)] == [prefix + "d"]
+
+    def test_indexed_search_survives_hostile_words(self, chatkeep_store: Store) -> None:
+        """A 1,000,000-character word and a message of tens of thousands of distinct words
+        append (the index never refuses an append) and are found as the scan finds them."""
+        prefix, word = _fresh()
+        huge = word + "x" * 1_000_000
+        _say(chatkeep_store, prefix + "h", ("user", f"the {huge} end"))
+        many = " ".join(f"{word}w{n}" for n in range(20_000))
+        _say(chatkeep_store, prefix + "m", ("user", many))
+        assert chatkeep_store.fulltext_ready()
+        assert [h["session_id"] for h in _same(chatkeep_store, word + "x" * 500, prefix)] == [
+            prefix + "h"
+        ]
+        assert _same(chatkeep_store, word + "x" * 500 + "y", prefix) == []
+        assert [h["session_id"] for h in _same(chatkeep_store, f"{word}w19999", prefix)] == [
+            prefix + "m"
+        ]
+        assert len(_same(chatkeep_store, word, prefix)) == 2
+        assert _same(chatkeep_store, f"{word}w20000", prefix) == []
