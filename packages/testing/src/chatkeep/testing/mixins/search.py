@@ -62,7 +62,10 @@ def _build(store: Store, prefix: str, word: str) -> None:
 
 
 class SearchTests(ConformanceBase):
-    """The scan, on any store that lists its sessions."""
+    """A search finds the messages each session's view shows (after undo, forks,
+    compaction, edits and deletes), each session's hits newest first, sessions newest
+    first where the store declares ``recent`` (else in listing order), inside one
+    namespace."""
 
     def test_search_finds_the_views_messages_newest_first(self, chatkeep_store: Store) -> None:
         prefix, word = _fresh()
