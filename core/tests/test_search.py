@@ -21,7 +21,15 @@ from chatkeep.core import (
     search,
 )
 from chatkeep.core.memory import MemoryStore
-from chatkeep.core.search_text import parse_query
+from chatkeep.core.search_text import (
+    FORK_WORD,
+    MAX_INDEX_WORD,
+    MAX_INDEX_WORDS_BYTES,
+    UNINDEXED_WORD,
+    index_terms,
+    index_words,
+    parse_query,
+)
 from chatkeep.core.views import compact, edit_replace, fork, undo
 
 from .conftest import CountingBackend
@@ -165,3 +173,21 @@ def test_asearch_matches_search(store: Store) -> None:
         return [(hit.session_id, hit.position) async for hit in asearch(store, "oslo")]
 
     assert asyncio.run(collect()) == found(store, "oslo")
+
+
+def test_index_words_stay_inside_every_index_limit() -> None:
+    """A huge word is cut (PostgreSQL refuses a lexeme over 2047 bytes), and a record
+    whose words would take more than the bound is handed the always-candidate word
+    (a ``tsvector`` holds at most 1 MB), so an append never fails because of the index."""
+    huge = "é" * 1_000_000
+    assert index_words([Message("user", [TextContent(f"a {huge} b")])]) == (
+        "a " + "e" * MAX_INDEX_WORD + " b"
+    )
+    many = " ".join(f"w{n}" for n in range(MAX_INDEX_WORDS_BYTES // 3))
+    assert index_words([Message("user", [TextContent(many)])]) == UNINDEXED_WORD
+    assert index_words([Message("user", [TextContent(many)])], fork=True) == (
+        f"{UNINDEXED_WORD} {FORK_WORD}"
+    )
+    assert index_words([], fork=True) == FORK_WORD
+    # a query word is cut the same way, so it still matches the cut word's start
+    assert index_terms(["oslo", "x" * 500, "x" * 300]) == ["oslo", "x" * MAX_INDEX_WORD]
