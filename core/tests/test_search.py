@@ -29,6 +29,7 @@ from chatkeep.core.search_text import (
     index_terms,
     index_words,
     parse_query,
+    words,
 )
 from chatkeep.core.views import compact, edit_replace, fork, undo
 
@@ -191,3 +192,17 @@ def test_index_words_stay_inside_every_index_limit() -> None:
     assert index_words([], fork=True) == FORK_WORD
     # a query word is cut the same way, so it still matches the cut word's start
     assert index_terms(["oslo", "x" * 500, "x" * 300]) == ["oslo", "x" * MAX_INDEX_WORD]
+
+
+def test_ascii_text_is_cut_into_the_same_words_as_any_other() -> None:
+    """ASCII text takes a faster path than the regular expression every other text takes:
+    both cut at every character that is not a letter or a digit, underscore included."""
+    import re
+    import string
+
+    pattern = re.compile(r"[^\W_]+")
+    samples = [string.printable, "get_weather(city='Oslo')", "a\tb\x00c\x7fd", "", "__"]
+    samples += [string.printable[n:] + string.printable[:n] for n in range(0, 100, 7)]
+    for text in samples:
+        assert words(text) == pattern.findall(text.lower()), text
+    assert words("Ålesund_Øst 2x") == ["alesund", "øst", "2x"]
