@@ -9,7 +9,9 @@ costs an append.
 2. Indexed search: the median and p90 wall time of a two-word query's first 20 hits
    (``limit=20``), over ``--queries`` different queries.
 3. The scan: ``use_index=False`` for a word no message holds, over the first
-   ``--scan-sessions`` sessions (a prefix), in MB/s of decoded searchable text.
+   ``--scan-sessions`` sessions (a prefix: rounded down to a power of ten), in MB/s of
+   decoded searchable text. ``--scan-backends sqlite,redis,...`` measures only the scan,
+   on each backend named, over ``--scan-sessions`` sessions written there.
 4. The append: one exchange (two ~300-byte messages) per append, alternately to a file
    with the index kept and to a file opened without ``fulltext`` (the same schema, nothing
    written to the index), ``--appends`` each, interleaved; medians and their ratio, on
@@ -93,11 +95,18 @@ def indexed_latency(
     return times
 
 
-def scan_throughput(path: Path, sessions: int) -> tuple[float, int, float]:
-    store = Store(SQLiteStore(path))
+def scan_prefix(sessions: int) -> str:
+    """The prefix of the built store's first ``sessions`` sessions, rounded down to a power
+    of ten (``s000`` holds the 1,000 sessions ``s000000`` to ``s000999``)."""
+    digits = min(len(str(max(sessions, 1))) - 1, 6)
+    return "s" + "0" * (6 - digits)
+
+
+def scan_throughput(store: Store, prefix: str | None = None) -> tuple[float, int, float]:
+    """The scan (``use_index=False``) of ``store``'s sessions under ``prefix`` for a word
+    no message holds: seconds, sessions scanned, MB/s of decoded searchable text."""
     states: list[SearchProgress] = []
     started = time.perf_counter()
-    prefix = f"s{0:06d}"[: -len(str(sessions - 1))] if sessions < 10 else "s00"
     hits = list(
         search(
             store, "zzzznothing", limit=None, use_index=False, prefix=prefix, progress=states.append
@@ -106,8 +115,48 @@ def scan_throughput(path: Path, sessions: int) -> tuple[float, int, float]:
     elapsed = time.perf_counter() - started
     assert hits == []
     state = states[-1]
-    store.close()
     return elapsed, state.sessions, state.characters / 1e6 / elapsed
+
+
+def scan_backends(
+    names: list[str], sessions: int, messages: int, rng: random.Random, words: list[str]
+) -> None:
+    """The scan's throughput on each backend of ``names`` (``sqlite``, ``redis``,
+    ``postgres``, ``s3`` on moto, ``azure_blob`` on Azurite, ``encrypted`` over SQLite):
+    ``sessions`` sessions of ``messages`` messages in a store of its own, the same
+    sessions everywhere, then one scan of them all."""
+    from contextlib import ExitStack
+
+    from chatkeep.testing import servers
+
+    batches = [encode_records(_session(rng, words, messages)) for _ in range(sessions)]
+    repo = Path(__file__).resolve().parents[1]
+    with ExitStack() as cleanup, tempfile.TemporaryDirectory(dir="/dev/shm") as scratch:
+        for name in names:
+            options: dict[str, str] = {}
+            if name == "sqlite":
+                url = f"sqlite:///{scratch}/scan.db"
+            elif name == "encrypted":
+                from chatkeep.encrypted import Keyring
+
+                url = f"encrypted+sqlite:///{scratch}/scan-encrypted.db"
+                options["keys"] = "bench:" + Keyring.generate_key()
+            elif name == "redis":
+                url = servers.redis_store_url(cleanup)
+            elif name == "postgres":
+                url = servers.postgres_store_url(cleanup)
+            elif name == "s3":
+                url = servers.s3_store_url(cleanup)
+            elif name == "azure_blob":
+                url = servers.azure_store_url(cleanup, Path(scratch), repo)
+            else:
+                raise SystemExit(f"no scan for backend {name!r}")
+            store = open_store(url, **options)
+            for n, batch in enumerate(batches):
+                store.append(f"s{n:06d}", batch)
+            elapsed, scanned, rate = scan_throughput(store)
+            store.close()
+            print(f"scan on {name}: {scanned:,} sessions in {elapsed:.2f} s, {rate:.1f} MB/s")
 
 
 def append_costs(
@@ -144,9 +193,19 @@ def main() -> None:
     parser.add_argument("--disk", default=None)
     parser.add_argument("--postgres", default=None, help="also a PostgreSQL URL (a schema)")
     parser.add_argument("--pg-sessions", type=int, default=2000)
+    parser.add_argument(
+        "--scan-backends",
+        default=None,
+        help="only the scan, on these backends (comma-separated: sqlite, redis, postgres, "
+        "s3, azure_blob, encrypted), --scan-sessions sessions each",
+    )
     arguments = parser.parse_args()
     rng = random.Random(27)
     words = _words(rng)
+    if arguments.scan_backends:
+        names = arguments.scan_backends.split(",")
+        scan_backends(names, arguments.scan_sessions, arguments.messages, rng, words)
+        return
     with tempfile.TemporaryDirectory(dir=arguments.dir) as scratch:
         path = Path(scratch) / "search.db"
         seconds = build(path, arguments.sessions, arguments.messages, rng, words)
@@ -156,7 +215,9 @@ def main() -> None:
         times = sorted(indexed_latency(path, arguments.queries, rng, words))
         median, p90 = statistics.median(times) * 1e3, times[int(len(times) * 0.9)] * 1e3
         print(f"indexed two-word query, first 20 hits: median {median:.1f} ms, p90 {p90:.1f} ms")
-        elapsed, scanned, rate = scan_throughput(path, arguments.scan_sessions)
+        built = Store(SQLiteStore(path))
+        elapsed, scanned, rate = scan_throughput(built, scan_prefix(arguments.scan_sessions))
+        built.close()
         print(f"scan: {scanned:,} sessions in {elapsed:.2f} s, {rate:.1f} MB/s of decoded text")
         _report(arguments.dir, *append_costs(Path(scratch), arguments.appends, rng, words))
     if arguments.postgres:

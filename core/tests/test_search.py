@@ -21,7 +21,16 @@ from chatkeep.core import (
     search,
 )
 from chatkeep.core.memory import MemoryStore
-from chatkeep.core.search_text import parse_query
+from chatkeep.core.search_text import (
+    FORK_WORD,
+    MAX_INDEX_WORD,
+    MAX_INDEX_WORDS_BYTES,
+    UNINDEXED_WORD,
+    index_terms,
+    index_words,
+    parse_query,
+    words,
+)
 from chatkeep.core.views import compact, edit_replace, fork, undo
 
 from .conftest import CountingBackend
@@ -165,3 +174,35 @@ def test_asearch_matches_search(store: Store) -> None:
         return [(hit.session_id, hit.position) async for hit in asearch(store, "oslo")]
 
     assert asyncio.run(collect()) == found(store, "oslo")
+
+
+def test_index_words_stay_inside_every_index_limit() -> None:
+    """A huge word is cut (PostgreSQL refuses a lexeme over 2047 bytes), and a record
+    whose words would take more than the bound is handed the always-candidate word
+    (a ``tsvector`` holds at most 1 MB), so an append never fails because of the index."""
+    huge = "é" * 1_000_000
+    assert index_words([Message("user", [TextContent(f"a {huge} b")])]) == (
+        "a " + "e" * MAX_INDEX_WORD + " b"
+    )
+    many = " ".join(f"w{n}" for n in range(MAX_INDEX_WORDS_BYTES // 3))
+    assert index_words([Message("user", [TextContent(many)])]) == UNINDEXED_WORD
+    assert index_words([Message("user", [TextContent(many)])], fork=True) == (
+        f"{UNINDEXED_WORD} {FORK_WORD}"
+    )
+    assert index_words([], fork=True) == FORK_WORD
+    # a query word is cut the same way, so it still matches the cut word's start
+    assert index_terms(["oslo", "x" * 500, "x" * 300]) == ["oslo", "x" * MAX_INDEX_WORD]
+
+
+def test_ascii_text_is_cut_into_the_same_words_as_any_other() -> None:
+    """ASCII text takes a faster path than the regular expression every other text takes:
+    both cut at every character that is not a letter or a digit, underscore included."""
+    import re
+    import string
+
+    pattern = re.compile(r"[^\W_]+")
+    samples = [string.printable, "get_weather(city='Oslo')", "a\tb\x00c\x7fd", "", "__"]
+    samples += [string.printable[n:] + string.printable[:n] for n in range(0, 100, 7)]
+    for text in samples:
+        assert words(text) == pattern.findall(text.lower()), text
+    assert words("Ålesund_Øst 2x") == ["alesund", "øst", "2x"]

@@ -37,7 +37,7 @@ def test_runner_reports_memory_as_full() -> None:
         "conditional": "pass",
         "namespace": "pass",
         "recent": "pass",
-        "fulltext": "not declared",
+        "fulltext": "not declared",  # memory keeps no index: search scans it
         "views": "pass",
         "lifecycle": "pass",
         "damage": "not provided",
@@ -48,6 +48,11 @@ def test_runner_reports_memory_as_full() -> None:
     counts = report.counts
     assert counts["failed"] == 0
     assert counts["passed"] >= 60
+    # The scan's tests run (under list_sessions), the index's are skipped by choice.
+    searched = {o.outcome for o in report.outcomes if o.name.startswith("SearchTests.")}
+    assert searched == {"passed"}
+    indexed = [o for o in report.outcomes if o.name.startswith("FulltextTests.")]
+    assert indexed and all(o.skipped_by_choice and o.group == "fulltext" for o in indexed)
     # Every skip is the store's choice (a capability or test hook it does not offer).
     assert all(o.skipped_by_choice for o in report.outcomes if o.outcome == "skipped")
     assert report.output and "passed" in report.output

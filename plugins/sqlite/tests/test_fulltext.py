@@ -38,6 +38,31 @@ def test_an_append_indexes_its_words_in_its_own_transaction(db_path: Path) -> No
     assert _found(store, "oslo") == []
 
 
+def test_each_record_s_words_sit_at_its_own_row_id_first_time_and_on_retry(
+    db_path: Path,
+) -> None:
+    """An append hands the index the rows it stored (no lookup); a retry, which stores
+    nothing or only the missing records, looks them up: either way the words of a record
+    are at the record's row id (what a delete and the backlog count on)."""
+    store = open_store(f"sqlite:///{db_path}")
+
+    def message(text: str) -> bytes:
+        contents = f'[{{"type":"text","text":"{text}"}}]'
+        return f'{{"type":"message","role":"user","contents":{contents}}}'.encode()
+
+    store.append("s", [Record("a", message("alpha")), Record("b", message("beta"))])
+    store.append("t", [Record("x", message("xray"))])
+    store.append("s", [Record("c", message("gamma"))])
+    store.append("s", [Record("c", message("gamma")), Record("d", message("delta"))])  # retry
+    store.append("s", [Record("c", message("gamma"))])  # an exact retry: stores nothing
+    with sqlite3.connect(db_path) as connection:
+        stored = connection.execute(
+            f"SELECT f.words, r.record_id FROM {FULLTEXT_TABLE} AS f "
+            "JOIN chatkeep_records AS r ON r.id = f.rowid ORDER BY f.rowid"
+        ).fetchall()
+    assert stored == [("alpha", "a"), ("beta", "b"), ("gamma", "c"), ("delta", "d"), ("xray", "x")]
+
+
 def test_a_file_from_before_the_index_is_built_resumably(db_path: Path) -> None:
     _version_1_file(db_path)
     store = Store(SQLiteStore(db_path))

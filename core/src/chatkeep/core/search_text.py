@@ -35,11 +35,15 @@ from .views._control import CHECKPOINT, FORK, SPLICE, Control, parse_entry
 
 __all__ = [
     "FORK_WORD",
+    "MAX_INDEX_WORD",
+    "MAX_INDEX_WORDS_BYTES",
     "MAX_QUERY_LENGTH",
     "SNIPPET_LENGTH",
+    "UNINDEXED_WORD",
     "FoldedText",
     "Query",
     "fold",
+    "index_terms",
     "index_words",
     "message_text",
     "parse_query",
@@ -56,10 +60,28 @@ SNIPPET_LENGTH = 120
 #: looks at it (see :data:`chatkeep.core.store.FULLTEXT`). It holds an underscore, which
 #: no word cut from text does.
 FORK_WORD = "chatkeep_fork"
+#: The longest word, in characters, the core hands a full-text index (or asks one for):
+#: a longer word is cut to its first ``MAX_INDEX_WORD`` characters, on both sides. A
+#: query word matches the start of a message word, so a cut query word still matches the
+#: cut message word; the index only picks candidate sessions, which are then matched in
+#: full. Four bytes a character at most: well under PostgreSQL's 2047-byte lexeme.
+MAX_INDEX_WORD = 200
+#: The most a record's index words take, in UTF-8 bytes, space-separated: a record with
+#: more is handed :data:`UNINDEXED_WORD` alone instead (far below the 1 MB a PostgreSQL
+#: ``tsvector`` holds, so an append never fails because of the index).
+MAX_INDEX_WORDS_BYTES = 256 * 1024
+#: The word the core hands a full-text index, instead of a record's words, for a record
+#: whose words exceed :data:`MAX_INDEX_WORDS_BYTES`: like :data:`FORK_WORD`, every indexed
+#: search looks at a session holding one (and matches it as the scan does), so such a
+#: record is still found.
+UNINDEXED_WORD = "chatkeep_unindexed"
 
 # A word: a run of letters and digits (after folding). Underscore is punctuation here.
 _WORD = re.compile(r"[^\W_]+")
 # A query term: an optional "-", then a "phrase" (closing quote optional) or a bare token.
+# What cuts ASCII text into the same words as _WORD: every ASCII character that is not a
+# letter or a digit becomes a space.
+_ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
 _TERM = re.compile(r'(-?)(?:"([^"]*)"?|(\S+))')
 
 
@@ -80,7 +102,10 @@ def fold(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """The folded words of ``text``, in order."""
-    return _WORD.findall(fold(text))
+    folded = fold(text)
+    if folded.isascii():  # the common case, at a third of the regular expression's cost
+        return folded.translate(_ASCII_SEPARATORS).split()
+    return _WORD.findall(folded)
 
 
 class FoldedText:
@@ -240,16 +265,30 @@ def message_text(message: Message) -> str:
     return "\n".join(part for part in parts if part)
 
 
+def index_terms(query_words: Iterable[str]) -> list[str]:
+    """The words an index is asked for: ``query_words`` cut to :data:`MAX_INDEX_WORD`
+    characters, as the index keeps them."""
+    return list(dict.fromkeys(word[:MAX_INDEX_WORD] for word in query_words))
+
+
 def index_words(messages: Iterable[Message], *, fork: bool = False) -> str:
     """What a full-text index is handed for one record: the folded words of
     ``messages`` (a message record's one message, or the messages a checkpoint or edit
-    record holds), each once, space-separated; with ``fork``, also :data:`FORK_WORD`."""
+    record holds), each cut to :data:`MAX_INDEX_WORD` characters, each once,
+    space-separated; with ``fork``, also :data:`FORK_WORD`. When they would take more
+    than :data:`MAX_INDEX_WORDS_BYTES`: :data:`UNINDEXED_WORD` (and the fork word)."""
     seen: dict[str, None] = {}
     for message in messages:
         seen.update(dict.fromkeys(words(message_text(message))))
+    joined = " ".join(seen)
+    if len(joined) > MAX_INDEX_WORD and any(len(word) > MAX_INDEX_WORD for word in seen):
+        # Rare: cut only when a word is that long (the per-word slice costs an append).
+        joined = " ".join(dict.fromkeys(word[:MAX_INDEX_WORD] for word in seen))
+    if len(joined) * 4 > MAX_INDEX_WORDS_BYTES and len(joined.encode()) > MAX_INDEX_WORDS_BYTES:
+        joined = UNINDEXED_WORD
     if fork:
-        seen[FORK_WORD] = None
-    return " ".join(seen)
+        joined = f"{joined} {FORK_WORD}" if joined else FORK_WORD
+    return joined
 
 
 def record_words(data: bytes) -> str:

@@ -654,14 +654,16 @@ class Store:
     ) -> list[tuple[str, float]]:
         """One page of the backend's ``fulltext_sessions``: the sessions (as
         :meth:`recent_page` pairs, in its order) holding a record with, for each of
-        ``words``, a word starting with it, and every session holding a record that starts
-        a fork. For :mod:`chatkeep.core.search`; applications call its ``search``."""
-        from .search_text import FORK_WORD
+        ``words`` (cut as the index keeps them), a word starting with it, and every session
+        holding a record that starts a fork or that the index could not hold whole. For
+        :mod:`chatkeep.core.search`; applications call its ``search``."""
+        from .search_text import FORK_WORD, UNINDEXED_WORD, index_terms
 
         self._require(FULLTEXT)
         _check_cursor(before)
+        groups = [index_terms(words), [FORK_WORD], [UNINDEXED_WORD]]
         page: list[tuple[str, float]] = self._call(
-            "fulltext_sessions", [list(words), [FORK_WORD]], prefix, before, limit
+            "fulltext_sessions", groups, prefix, before, limit
         )
         return page
 
@@ -673,12 +675,13 @@ class Store:
         limit: int,
     ) -> list[tuple[str, float]]:
         """Async :meth:`fulltext_page`."""
-        from .search_text import FORK_WORD
+        from .search_text import FORK_WORD, UNINDEXED_WORD, index_terms
 
         self._require(FULLTEXT)
         _check_cursor(before)
+        groups = [index_terms(words), [FORK_WORD], [UNINDEXED_WORD]]
         page: list[tuple[str, float]] = await self._acall(
-            "fulltext_sessions", [list(words), [FORK_WORD]], prefix, before, limit
+            "fulltext_sessions", groups, prefix, before, limit
         )
         return page
 

@@ -22,6 +22,8 @@ _READ = f"{_BACKENDS}#5-readsession_id-start0-stopnone"
 _CAPABILITIES = f"{_BACKENDS}#6-optional-hooks-and-capabilities"
 _HOOKS = f"{_BACKENDS}#8-test-hooks-optional"
 _VIEWS = f"{_CORE}#log-views-fork-undo-compaction"
+_SEARCH = f"{_CORE}#search"
+_FULLTEXT = f"{_BACKENDS}#6a-fulltext-an-index-for-search"
 
 #: Mixin name -> the documentation section stating its rule (path#anchor, from the
 #: repository root). Every mixin of ``StoreConformance`` has one (a test checks it, and
@@ -79,11 +81,11 @@ SECTIONS: dict[str, str] = {
     "ForkDeletionFaultTests": _VIEWS,
     "LifecycleTests": f"{_CORE}#the-agent",
     "TtlRetryTests": _CAPABILITIES,
-    "SearchTests": f"{_CORE}#search",
-    "FulltextTests": f"{_BACKENDS}#6a-fulltext-an-index-for-search",
     "DamageTests": _HOOKS,
     "ErasureTests": _HOOKS,
     "DurabilityClaimTests": _HOOKS,
+    "SearchTests": _SEARCH,
+    "FulltextTests": _FULLTEXT,
 }
 
 

@@ -121,11 +121,20 @@ def add_fulltext(
     session_id: str,
     records: Sequence[Record],
     words: Sequence[str],
+    first: int | None = None,
 ) -> None:
     """Index the words of ``records`` just appended to ``session_id`` (in its transaction).
 
-    The batch's stored records are the session's last ``len(records)`` positions at most;
-    those whose id is in the batch get their words (a retry writes the same words again)."""
+    ``first``: the row id the append stored the whole batch from, in order (what
+    ``_append`` returns); then nothing is looked up. Otherwise (a retry) the batch's stored
+    records are the session's last ``len(records)`` positions at most; those whose id is in
+    the batch get their words (a retry writes the same words again)."""
+    if first is not None:
+        connection.executemany(
+            _INSERT_WORDS,
+            [(first + offset, text) for offset, text in enumerate(words) if text],
+        )
+        return
     row = connection.execute(_SESSION_END, (session_id,)).fetchone()
     if row is None:
         return
@@ -171,7 +180,9 @@ class FulltextHooks:
         def _tables_missing(self, connection: sqlite3.Connection) -> bool: ...
         def _purge_some(self, now: float) -> None: ...
         def _refuse_writes(self, operation: str) -> None: ...
-        def _append_bodies(self) -> tuple[Callable[..., None], Callable[..., None]]: ...
+        def _append_bodies(
+            self,
+        ) -> tuple[Callable[..., int | None], Callable[..., int | None]]: ...
         def _clock(self) -> float: ...
 
     def fulltext_append(self, session_id: str, records: list[Record], words: list[str]) -> None:
@@ -191,7 +202,7 @@ class FulltextHooks:
 
     def _indexed_write(
         self,
-        body: Callable[..., None],
+        body: Callable[..., int | None],
         session_id: str,
         records: list[Record],
         words: list[str],
@@ -260,15 +271,15 @@ class FulltextHooks:
 
 def _indexed(  # noqa: PLR0917 (SQLiteStore._write hands a body its arguments positionally)
     connection: sqlite3.Connection,
-    body: Callable[..., None],
+    body: Callable[..., int | None],
     key: str,
     records: list[Record],
     now: float,
     expires_at: float | None,
     words: list[str],
 ) -> None:
-    body(connection, key, records, now, expires_at)
-    add_fulltext(connection, key, records, words)
+    first = body(connection, key, records, now, expires_at)
+    add_fulltext(connection, key, records, words, first)
 
 
 def _backlog(connection: sqlite3.Connection, limit: int) -> list[tuple[int, str, Record]]:

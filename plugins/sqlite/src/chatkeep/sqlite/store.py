@@ -490,7 +490,7 @@ class SQLiteStore(FulltextHooks):
     def _key(self, session_id: str) -> str:
         return self._tenant + session_id
 
-    def _append_bodies(self) -> tuple[Callable[..., None], Callable[..., None]]:
+    def _append_bodies(self) -> tuple[Callable[..., int | None], Callable[..., int | None]]:
         """The append and conditional append transaction bodies (for :mod:`.fulltext`)."""
         return _append, _append_if
 
@@ -888,11 +888,15 @@ def _append(
     records: list[Record],
     now: float,
     expires_at: float | None,
-) -> None:
+) -> int | None:
     """The append of a turn's few records to a live session in two statements: reserve
     their positions (the session's row, with its new length, time and expiry), then insert
     them. Anything else (a new or expired session, a big batch, an id met before) takes
-    :func:`_append_checked`, which looks before it writes."""
+    :func:`_append_checked`, which looks before it writes.
+
+    Returns the row id of the batch's first record when the whole batch was stored in
+    consecutive rows from there (the full-text index writes its words without looking
+    them up), else ``None`` (a retry: some or all ids were stored already)."""
     count = len(records)
     if count <= _INSERT_ROWS_MAX:
         reserved = connection.execute(
@@ -904,18 +908,18 @@ def _append(
                 raise StoreFull(
                     f"session {label(session_id)!r} would exceed {MAX_RECORDS:,} records"
                 )
-            base = (session << SEQ_BITS) + end - count
+            base: int = (session << SEQ_BITS) + end - count
             parameters: list[Any] = []
             for offset, record in enumerate(records):
                 parameters += (base + offset, session, record.id, record.data)
             if connection.execute(_INSERT_RECORDS[count], parameters).rowcount == count:
-                return
+                return base
             # An id stored already (a retry) or a stray row in the way: OR IGNORE left holes
             # and the session row was moved on. Start over in a new transaction and look
             # first (a retry that stores nothing must keep the session's time).
             connection.execute("ROLLBACK")
             connection.execute("BEGIN IMMEDIATE")
-    _append_checked(connection, session_id, records, now, expires_at)
+    return _append_checked(connection, session_id, records, now, expires_at)
 
 
 def _append_checked(
@@ -924,7 +928,8 @@ def _append_checked(
     records: list[Record],
     now: float,
     expires_at: float | None,
-) -> None:
+) -> int | None:
+    """:func:`_append` looking first; returns as it does."""
     row = connection.execute(_SELECT_SESSION, (session_id,)).fetchone()
     count = len(records)
     if row is None:
@@ -954,15 +959,18 @@ def _append_checked(
             _INSERT_RECORD,
             [(base + offset, session, rec.id, rec.data) for offset, rec in enumerate(records)],
         ).rowcount
+    first: int | None = base
     if inserted != count:
         # Some ids were stored already (a retried batch): OR IGNORE left holes in seq. An id
         # stored with other data refuses the whole batch (the transaction rolls back).
         _check_stored(connection, session_id, session, length, records)
         inserted = _insert_skipping_stored(connection, session, length, records)
+        first = None
     elif row is None:
-        return  # the new session row was inserted with its final length
+        return first  # the new session row was inserted with its final length
     updated_at = now if inserted else None  # a retry that stored nothing keeps its time
     connection.execute(_UPDATE_SESSION, (length + inserted, expires_at, updated_at, session))
+    return first
 
 
 def _append_if(
@@ -973,20 +981,21 @@ def _append_if(
     expires_at: float | None,
     *,
     after: str | None,
-) -> None:
+) -> int | None:
+    """:func:`_append` when ``after`` is the session's last record id; returns as it does."""
     row = connection.execute(_SELECT_SESSION, (session_id,)).fetchone()
     last = None
     if row is not None:
         session, length, expiry = row
         if length and (expiry is None or expiry > now):
             if _check_stored(connection, session_id, session, length, records) == len(records):
-                return  # an exact retry of a call that was stored: a no-op
+                return None  # an exact retry of a call that was stored: a no-op
             last = connection.execute(
                 _SELECT_RECORD_ID, ((session << SEQ_BITS) + length - 1,)
             ).fetchone()[0]
     if last != after:
         raise AppendConflict(label(session_id), after)
-    _append(connection, session_id, records, now, expires_at)
+    return _append(connection, session_id, records, now, expires_at)
 
 
 def _check_stored(
