@@ -126,3 +126,33 @@ def test_namespaces_keep_their_own_order(pg_store_url: str) -> None:
         for name in names:
             store.delete(name)
         store.close()
+
+
+def test_ties_are_by_id_descending_and_pages_split_them(
+    postgres_url: str, fresh_schema: str, admin: Admin, monkeypatch: Any
+) -> None:
+    """Sessions whose last appends share one ``updated_at`` (the server's ``now()`` cannot
+    be made to repeat from outside, so the test writes the tie into the table): newest
+    first, ties by id descending, and keyset pages that end inside a tie go on after it."""
+    import chatkeep.core.store as store_module
+
+    store = open_store(with_query(postgres_url, schema=fresh_schema))
+    names = ["a", "c", "b", "e", "d"]
+    for name in names:
+        store.append(name, [Record("r1", b"x")])
+    store.append("newest", [Record("r1", b"x")])
+    tie = sql.SQL(
+        "UPDATE {} SET updated_at = now() - interval '1 hour' WHERE session_id <> 'newest'"
+    ).format(sql.Identifier(fresh_schema, "sessions"))
+    admin.execute(tie)
+    expected = ["newest", "e", "d", "c", "b", "a"]
+    assert _ids(store) == expected
+    monkeypatch.setattr(store_module, "RECENT_PAGE", 2)  # page ends inside the tie
+    assert _ids(store) == expected
+    backend = store.backend
+    assert isinstance(backend, PostgresStore)
+    pairs = backend.recent_sessions(None, None, 100)
+    (updated,) = {at for session_id, at in pairs if session_id != "newest"}
+    after_c = backend.recent_sessions(None, (updated, "c"), 100)
+    assert [session_id for session_id, _ in after_c] == ["b", "a"]
+    store.close()

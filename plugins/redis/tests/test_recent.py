@@ -126,3 +126,32 @@ def test_sessions_from_before_the_index_are_put_in_once(
     assert _ids(store) == ["old-a", "new", "old-b"]
     store.close()
     client.close()
+
+
+def test_ties_are_by_id_descending_and_pages_split_them(
+    redis_url: str, redis_store_url: str, redis_namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sessions whose last appends share one score (the server's clock cannot be made to
+    repeat from outside, so the test writes the tie into ``{}:recent``): newest first, ties
+    by id descending in code-point order (ids whose encoding differs from them included),
+    and keyset pages that end inside a tie go on after it."""
+    import chatkeep.core.store as store_module
+
+    client = redis.Redis.from_url(redis_url)
+    store = open_store(redis_store_url)
+    names = ["a", "c", "b", "e", "d", "a b", "a!", "a~", "a/"]
+    for name in [*names, "newest"]:
+        store.append(name, [Record("r1", b"x")])
+    key = f"{redis_namespace}{{}}:recent"
+    newest = client.zscore(key, b"newest")
+    assert newest is not None
+    client.zadd(key, {member: newest - 3600 for member in _members(client, redis_namespace)})
+    client.zadd(key, {b"newest": newest})
+    expected = ["newest", *sorted(names, reverse=True)]
+    assert _ids(store) == expected
+    monkeypatch.setattr(store_module, "RECENT_PAGE", 2)  # pages end inside the tie
+    assert _ids(store) == expected
+    for name in [*names, "newest"]:
+        store.delete(name)
+    store.close()
+    client.close()
