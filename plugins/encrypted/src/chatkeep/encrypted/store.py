@@ -55,6 +55,9 @@ class EncryptedStore:
         damage = getattr(inner.backend, "chatkeep_damage", None)
         if damage is not None:  # the conformance suite's damage hook reaches the inner store
             self.chatkeep_damage = damage
+        expiry = getattr(inner.backend, "chatkeep_expiry", None)
+        if expiry is not None:  # and its expiry hook (session ids are not encrypted)
+            self.chatkeep_expiry = expiry
 
     @classmethod
     def wrap(

@@ -498,6 +498,7 @@ class Queries:
     damage_truncated: bytes
     damage_missing: bytes
     storage_contains: bytes
+    expiry: bytes
     fulltext_exists: bytes
     fulltext_append: bytes
     fulltext_append_if: bytes
@@ -539,6 +540,7 @@ class Queries:
             damage_truncated=text(_statements(_DAMAGE_TRUNCATED, names)),
             damage_missing=text(_statements(_DAMAGE_MISSING, names)),
             storage_contains=text(_statements(_STORAGE_CONTAINS, names)),
+            expiry=text(_statements(_EXPIRY, names)),
             **render_queries(names, text),
         )
 
@@ -563,6 +565,12 @@ RETURNING 1
 
 # Every column a caller's bytes can land in: record data, record and session ids, namespaces.
 # Only live row versions: a deleted row's bytes stay in the heap until VACUUM reclaims them.
+# The chatkeep_expiry test hook: when the session expires (NULL: never), epoch seconds.
+_EXPIRY = """
+SELECT extract(epoch FROM s.expires_at) FROM {sessions} AS s
+ WHERE s.namespace = %(namespace)s AND s.session_id = %(session_id)s
+"""
+
 _STORAGE_CONTAINS = """
 SELECT EXISTS (
            SELECT 1 FROM {records} AS r

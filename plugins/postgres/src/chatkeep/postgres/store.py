@@ -530,6 +530,14 @@ class PostgresStore(FulltextHooks):
         if not self._run(Call("chatkeep_damage", session_id), statement, params):
             raise IndexError(f"session {session_id!r} has no record at position {position}")
 
+    def chatkeep_expiry(self, session_id: str) -> float | None:
+        """When the session expires (seconds since the epoch: the ``expires_at`` its last
+        append stored, by the server's clock), ``None`` for never or no session (a test hook
+        of ``chatkeep.testing``)."""
+        params = {"namespace": self._namespace, "session_id": session_id}
+        rows = self._run(Call("chatkeep_expiry", session_id), "expiry", params)
+        return None if not rows or rows[0][0] is None else float(rows[0][0])
+
     def chatkeep_storage_contains(self, data: bytes) -> bool:
         """Whether ``data`` occurs in a live row of the store's tables (a test hook of
         ``chatkeep.testing``): record data, record and session ids, namespaces, of every
