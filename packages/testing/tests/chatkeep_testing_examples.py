@@ -416,7 +416,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     session TEXT NOT NULL,
     length INTEGER NOT NULL,
     last_id TEXT,
-    touched REAL NOT NULL,
+    expires REAL,
     PRIMARY KEY (ns, session)
 ) WITHOUT ROWID;
 """
@@ -479,13 +479,18 @@ class SQLiteCore:
     def now(self) -> float:
         return time.time()
 
-    def alive(self, touched: float) -> bool:
-        return self.ttl is None or self.now() - touched <= self.ttl
+    def alive(self, expires: float | None) -> bool:
+        """Whether a session whose expiry is ``expires`` (``None``: never) is live."""
+        return expires is None or self.now() < expires
+
+    def expiry(self) -> float | None:
+        """The expiry an append through this handle sets (its ``ttl`` from now)."""
+        return None if self.ttl is None else self.now() + self.ttl
 
     def state(self, session_id: str) -> tuple[int, str | None]:
         """(length, last id) of a live session; an expired one is erased first."""
         row = self.db.execute(
-            "SELECT length, last_id, touched FROM sessions WHERE ns = ? AND session = ?",
+            "SELECT length, last_id, expires FROM sessions WHERE ns = ? AND session = ?",
             (self.namespace, session_id),
         ).fetchone()
         if row is None:
@@ -524,7 +529,6 @@ class SQLiteCore:
         return self.now()
 
     def write(self, session_id: str, records: list[Record], length: int) -> None:
-        now = self.now()
         written = self.write_time()
         self.db.executemany(
             "INSERT INTO records (ns, session, position, id, data, written) "
@@ -535,10 +539,17 @@ class SQLiteCore:
             ],
         )
         self.db.execute(
-            "INSERT INTO sessions (ns, session, length, last_id, touched) VALUES (?, ?, ?, ?, ?) "
+            "INSERT INTO sessions (ns, session, length, last_id, expires) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT (ns, session) DO UPDATE SET length = excluded.length, "
-            "last_id = excluded.last_id, touched = excluded.touched",
-            (self.namespace, session_id, length + len(records), records[-1].id, now),
+            "last_id = excluded.last_id, expires = excluded.expires",
+            (self.namespace, session_id, length + len(records), records[-1].id, self.expiry()),
+        )
+
+    def refresh(self, session_id: str) -> None:
+        """An exact retry stored nothing: it still sets the expiry from this handle."""
+        self.db.execute(
+            "UPDATE sessions SET expires = ? WHERE ns = ? AND session = ?",
+            (self.expiry(), self.namespace, session_id),
         )
 
     def transaction(self, session_id: str, records: list[Record], after: Any) -> None:
@@ -551,6 +562,8 @@ class SQLiteCore:
                     if after is not _ANY and after != last:
                         raise AppendConflict(session_id, expected=after)
                     self.write(session_id, fresh, length)
+                elif length:
+                    self.refresh(session_id)
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
@@ -601,13 +614,13 @@ class SQLiteCore:
         while True:
             with self.lock:
                 rows = self.db.execute(
-                    "SELECT session, touched FROM sessions WHERE ns = ? "
+                    "SELECT session, expires FROM sessions WHERE ns = ? "
                     "AND substr(session, 1, ?) = ? AND (? IS NULL OR session > ?) "
                     "ORDER BY session LIMIT ?",
                     (self.namespace, len(prefix), prefix, last, last, self.page_size),
                 ).fetchall()
-            for name, touched in rows:
-                if self.alive(touched):
+            for name, expires in rows:
+                if self.alive(expires):
                     yield name
             if len(rows) < self.page_size:
                 return
@@ -650,6 +663,14 @@ class SQLiteFileStore(SQLiteCore):
     def chatkeep_durability(self) -> str:
         return "power" if self.synchronous == "full" else "process"
 
+    def chatkeep_expiry(self, session_id: str) -> float | None:
+        with self.lock:
+            row = self.db.execute(
+                "SELECT expires FROM sessions WHERE ns = ? AND session = ?",
+                (self.namespace, session_id),
+            ).fetchone()
+        return None if row is None else row[0]
+
 
 _ANY: Any = object()
 
@@ -667,8 +688,17 @@ class NonAtomicSQLiteFileStore(SQLiteFileStore):
 class IgnoresTtl(SQLiteFileStore):
     """Bug: declares ``ttl`` and accepts the option, but nothing ever expires."""
 
-    def alive(self, touched: float) -> bool:
+    def alive(self, expires: float | None) -> bool:
         return True
+
+
+class RetryKeepsExpiry(SQLiteFileStore):
+    """Bug: an exact retry that stores nothing leaves the session's expiry alone, so a
+    session kept alive by retries expires, and a retry through a handle without ``ttl``
+    does not stop the expiry."""
+
+    def refresh(self, session_id: str) -> None:
+        pass
 
 
 class HandleListing(SQLiteFileStore):
@@ -1007,6 +1037,7 @@ BROKEN = {
 BROKEN_FILES = {
     "sqlfile-nonatomic": NonAtomicSQLiteFileStore,
     "sqlfile-ttl": IgnoresTtl,
+    "sqlfile-retryttl": RetryKeepsExpiry,
     "sqlfile-handlelist": HandleListing,
     "sqlfile-cached": CachedReads,
     "sqlfile-clock": WriterClockOrder,

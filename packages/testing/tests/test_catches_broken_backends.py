@@ -117,6 +117,10 @@ SELF_CHECK: dict[str, tuple[str, str, set[str], set[str]]] = {
     "ttl expires sessions (reads and listing), appends refresh": (
         "sqlfile-ttl", "sqlfile", {"TtlTests.test_sessions_expire_unless_appended_to"}, {"ttl"},
     ),
+    "an exact retry sets the expiry, an append without ttl clears it (hook)": (
+        "sqlfile-retryttl", "sqlfile",
+        {"TtlRetryTests.test_the_appending_handle_sets_or_clears_the_expiry"}, {"expiry"},
+    ),
     "listing shows the store, from any handle and after reopen": (
         "sqlfile-handlelist", "sqlfile", {"ListingPagesTests.test_many_pages_of_extending_ids"},
         {"list_sessions"},
@@ -133,7 +137,7 @@ SELF_CHECK: dict[str, tuple[str, str, set[str], set[str]]] = {
     "a retry from another process after other appends is a no-op": (
         "sqlfile-handledup", "sqlfile",
         {"CrossProcessRetryTests.test_retry_from_another_process_after_other_appends"},
-        {"shared", "durable", "conditional"},
+        {"shared", "durable", "conditional", "expiry"},  # TtlRetryTests retries too
     ),
     "append_if is atomic: one racing writer wins": (
         "sqlfile-racy", "sqlfile",
@@ -243,12 +247,11 @@ def test_the_reference_store_passes_every_row(reports: Callable[[str], Conforman
             for name in (
                 "core", "delete", "list_sessions", "close", "shared", "durable", "ttl",
                 "conditional", "namespace", "views", "lifecycle", "damage", "erasure",
-                "durability",
+                "durability", "expiry",
             )
         },
         "recent": "not declared",
         "fulltext": "not declared",
-        "expiry": "not provided",  # its ttl counts from the reading handle's setting
     }, report.format()  # fmt: skip
 
 
