@@ -161,4 +161,5 @@ def test_module_runner_reports_full(venv_python: Path, tmp_path: Path) -> None:
         "erasure": "not provided",
         "durability": "not provided",
         "expiry": "not declared",
+        "ties": "not declared",
     }

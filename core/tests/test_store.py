@@ -544,3 +544,29 @@ def test_store_exposes_its_backend_and_name() -> None:
     assert store.name == "SyncOnly"
     assert "SyncOnly" in repr(store)
     assert Store(backend, name="custom").name == "custom"
+
+
+def test_an_async_listing_closed_early_closes_the_backends_listing_at_once() -> None:
+    # A caller that stops after the first id: the backend's listing (and the page it
+    # holds) is closed with the store's, not left to the loop's collection.
+    closed: list[str] = []
+
+    class Listing(AsyncPrefixed):
+        async def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
+            try:
+                for name in self.do_list(prefix):
+                    yield name
+            finally:
+                closed.append("closed")
+
+    store = Store(Listing(), name="listing")
+
+    async def first_only() -> None:
+        await store.aappend("a", R[:1])
+        await store.aappend("b", R[:1])
+        listing = store.alist_sessions()
+        assert await listing.__anext__() == "a"
+        await listing.aclose()  # type: ignore[attr-defined]
+        assert closed == ["closed"]
+
+    asyncio.run(first_only())

@@ -19,7 +19,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl
@@ -34,6 +34,7 @@ from chatkeep.core.backend import (
     check_namespace,
     hookimpl,
 )
+from chatkeep.core.memory import MemoryStore
 
 
 def _split_url(url: str) -> tuple[str, dict[str, str]]:
@@ -325,6 +326,31 @@ class EagerListing(PagedDictStore):
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
         return iter(list(super().list_sessions(prefix)))
+
+
+class EagerAsyncListing(PagedDictStore):
+    """Bug: the async twin ``alist_sessions`` gathers every page before yielding the first
+    id (the sync listing stays lazy), so the async caller's memory grows with the
+    listing."""
+
+    async def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
+        # Every id decoded from storage first, as a backend reading rows would.
+        for session_id in [name.encode().decode() for name in super().list_sessions(prefix)]:
+            yield session_id
+
+
+class TiesByIdAscending(MemoryStore):
+    """Bug (on the built-in memory store, which declares ``recent``): sessions whose last
+    appends share one time are listed by id *ascending* (``ORDER BY updated_at DESC,
+    session_id ASC``), while the keyset cursor still continues below the last pair, so
+    pages ending inside a tie lose and repeat sessions."""
+
+    def recent_sessions(
+        self, prefix: str | None, before: tuple[float, str] | None, limit: int
+    ) -> list[tuple[str, float]]:
+        pairs = super().recent_sessions(prefix, before, 1 << 30)
+        pairs.sort(key=lambda pair: (-pair[1], pair[0]))
+        return pairs[:limit]
 
 
 class FarTailRefused(DictStore):
@@ -1032,6 +1058,8 @@ BROKEN = {
     "pageforget": PagesForgetPrefix,
     "fartail": FarTailRefused,
     "eager": EagerListing,
+    "eagertwin": EagerAsyncListing,
+    "memory-tieasc": TiesByIdAscending,
 }
 
 BROKEN_FILES = {

@@ -44,6 +44,7 @@ def test_runner_reports_memory_as_full() -> None:
         "erasure": "not provided",
         "durability": "not provided",
         "expiry": "not declared",
+        "ties": "pass",
     }
     counts = report.counts
     assert counts["failed"] == 0

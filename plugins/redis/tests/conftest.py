@@ -21,8 +21,9 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import redis
@@ -55,6 +56,36 @@ def erase_namespace(client: redis.Redis | redis.cluster.RedisCluster, namespace:
     else:
         for key in client.scan_iter(match=pattern, count=1000):
             client.unlink(key)
+
+
+def keys_left(url: str) -> list[bytes]:
+    """Every key under the ``key_prefix`` of the store URL ``url`` (single server or
+    cluster): what a test that deleted all it wrote must leave, nothing."""
+    parts = urlsplit(url)
+    prefix = parse_qs(parts.query)["key_prefix"][0]
+    bare = parts._replace(query="").geturl()
+    pattern = "".join("\\" + c if c in "*?[]\\" else c for c in prefix) + "*"
+    if bare.startswith("redis+cluster://"):
+        cluster = redis.cluster.RedisCluster.from_url(bare.replace("+cluster", "", 1))
+        try:
+            return sorted(
+                key
+                for node in cluster.get_primaries()
+                for key in cluster.get_redis_connection(node).scan_iter(match=pattern, count=1000)
+            )
+        finally:
+            cluster.close()
+    client = redis.Redis.from_url(bare)
+    try:
+        return sorted(client.scan_iter(match=pattern, count=1000))
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_keys_left() -> Callable[[str], list[bytes]]:
+    """:func:`keys_left`, for test modules (conftest is not importable under importlib)."""
+    return keys_left
 
 
 @pytest.fixture(scope="session")

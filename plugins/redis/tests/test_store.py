@@ -359,8 +359,21 @@ def test_reads_write_nothing_and_an_emptied_namespace_leaves_no_key(
     # of the whole key prefix (its 0.1-era sessions were looked for once, for every
     # namespace under it).
     assert keys() == [backend._layout.every_namespace_marker()], "markers outlived the sessions"
+    # The conformance suite's clean-up hook removes that one too, and only once no
+    # namespace under the key prefix holds a session.
+    nested = open_api(redis_store_url, mode, namespace="nested")
+    nested.append(sessions[1], records("n"))
+    backend.chatkeep_tidy()
+    assert backend._layout.every_namespace_marker() in keys()
+    nested.delete(sessions[1])
+    nested.close()
+    backend.chatkeep_tidy()
+    assert keys() == [], "the key prefix's marker outlived every session under it"
     api.append(sessions[0], records("b"))  # and it works again from there
     assert api.sessions() == [sessions[0]]
+    fresh = open_api(redis_store_url, mode)
+    assert fresh.sessions() == [sessions[0]]
+    fresh.close()
     api.close()
 
 

@@ -190,6 +190,15 @@ class MemoryStore:
     def close(self) -> None:
         """Nothing to release: the data stays for other handles of a named store."""
 
+    def chatkeep_set_updated(self, session_id: str, updated: float) -> None:
+        """Set the time of the session's last append to ``updated`` (a test hook of
+        ``chatkeep.testing``, so the suite can make ties in ``recent``)."""
+        with self._sessions.lock:
+            log = self._sessions.logs.get((self.namespace, session_id))
+            if log is None:
+                raise KeyError(f"no session {session_id!r}")
+            log.updated = float(updated)
+
 
 @hookimpl
 def chatkeep_register_backends(register: RegisterBackend) -> None:

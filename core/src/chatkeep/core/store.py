@@ -518,8 +518,16 @@ class Store:
         self, prefix: str | None, sync_impl: _Impl | None, async_impl: _Impl | None
     ) -> AsyncIterator[str]:
         if async_impl is not None:
-            async for item in async_impl(prefix):
-                yield item
+            inner = async_impl(prefix)
+            try:
+                async for item in inner:
+                    yield item
+            finally:
+                # Closed early (a caller that stops at the first id), the backend's listing
+                # closes now, not when the loop gets round to collecting it.
+                aclose = getattr(inner, "aclose", None)
+                if aclose is not None:
+                    await aclose()
             return
         assert sync_impl is not None
         iterator = iter(await asyncio.to_thread(sync_impl, prefix))

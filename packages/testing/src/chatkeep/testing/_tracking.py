@@ -4,7 +4,8 @@ Every handle a test gets from the fixtures is a :class:`TrackedStore`: the same 
 object ``open_store`` made (so sync and async paths are exactly the backend's own), with
 ``append`` and its variants noting the session id. After the test, :class:`Tracker` deletes
 every session written, through a handle opened with the same options (namespace included),
-when the store declares ``delete`` and the run does not keep sessions.
+when the store declares ``delete`` and the run does not keep sessions, then calls the
+backend's ``chatkeep_tidy`` test hook, if it has one, so that nothing is left behind.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from chatkeep.core import InvalidSessionId, Record, Store, check_session_id, open_store
+
+from .hooks import TIDY
 
 __all__ = ["TrackedStore", "Tracker"]
 
@@ -145,6 +148,9 @@ class Tracker:
                 else:
                     for session in sorted(sessions):
                         store.delete(session)
+                tidy = getattr(store.backend, TIDY, None)
+                if tidy is not None:  # what the backend keeps beside the sessions
+                    tidy()
             except Exception as exc:
                 warnings.warn(
                     f"chatkeep conformance: could not remove the sessions this test wrote "

@@ -62,6 +62,7 @@ class StoreConformance(
     mixins.RecentDeleteTests,
     mixins.RecentSharedTests,
     mixins.RecentTtlTests,
+    mixins.RecentTieTests,
     # log views and the lifecycle, which the core builds on the two hooks
     mixins.ForkTests,
     mixins.UndoTests,

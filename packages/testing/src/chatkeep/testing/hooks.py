@@ -43,6 +43,21 @@ the report, never ``pass``. They are for tests only: nothing in chatkeep calls t
     ``ttl`` rules with it, with no sleeping: an exact retry that stores nothing sets the
     expiry from the retrying handle's ``ttl``, and an append (a retry included) through a
     handle opened without ``ttl`` clears it.
+
+``chatkeep_set_updated(session_id, updated) -> None``
+    For a store declaring ``recent``: set the time its index of last appends holds for the
+    session (seconds since the epoch, by the store's clock) to ``updated``, as if the
+    session's last append that stored a record had happened then. The suite writes one
+    time for several sessions with it (no store's clock can be made to repeat from
+    outside) and checks that ``recent_sessions`` lists them newest first, ties by id
+    descending, and that keyset pages ending inside the tie go on after it.
+
+``chatkeep_tidy() -> None``
+    A clean-up hook, not a check (no report row): remove what the backend keeps beside the
+    sessions once no session needs it (marker keys, an emptied namespace's bookkeeping), so
+    that a store whose sessions were all deleted holds nothing. The suite calls it after
+    deleting the sessions a test wrote. Other handles may be reading and writing the same
+    store meanwhile (``-n 2``): remove only what the backend can do without or rebuild.
 """
 
 from __future__ import annotations
@@ -55,21 +70,28 @@ __all__ = [
     "DURABILITY",
     "DURABILITY_LEVELS",
     "EXPIRY",
+    "SET_UPDATED",
     "STORAGE_CONTAINS",
     "TEST_HOOKS",
+    "TIDY",
     "Damageable",
     "DurabilityReporting",
     "ExpiryReporting",
     "StorageInspectable",
+    "Tidying",
+    "TieSetting",
 ]
 
 DAMAGE = "chatkeep_damage"
 STORAGE_CONTAINS = "chatkeep_storage_contains"
 DURABILITY = "chatkeep_durability"
 EXPIRY = "chatkeep_expiry"
+SET_UPDATED = "chatkeep_set_updated"
+#: The clean-up hook (not in :data:`TEST_HOOKS`: no report row depends on it).
+TIDY = "chatkeep_tidy"
 
 #: Every test hook the suite knows.
-TEST_HOOKS: tuple[str, ...] = (DAMAGE, STORAGE_CONTAINS, DURABILITY, EXPIRY)
+TEST_HOOKS: tuple[str, ...] = (DAMAGE, STORAGE_CONTAINS, DURABILITY, EXPIRY, SET_UPDATED)
 
 DamageKind = Literal["garbage", "truncated", "missing"]
 
@@ -110,3 +132,19 @@ class ExpiryReporting(Protocol):
 
     def chatkeep_expiry(self, session_id: str) -> float | None:
         """Seconds since the epoch (the store's clock), or ``None``: never, or no session."""
+
+
+@runtime_checkable
+class TieSetting(Protocol):
+    """A backend that lets the suite set the time ``recent`` orders a session by."""
+
+    def chatkeep_set_updated(self, session_id: str, updated: float) -> None:
+        """Set the session's last-append time (seconds since the epoch, the store's clock)."""
+
+
+@runtime_checkable
+class Tidying(Protocol):
+    """A backend that removes its own bookkeeping once no session needs it."""
+
+    def chatkeep_tidy(self) -> None:
+        """Remove what outlives the deleted sessions (see the module docstring)."""

@@ -47,7 +47,7 @@ CAPABILITY_ORDER: tuple[str, ...] = (
 )
 
 #: Report rows of the optional test hooks (:mod:`chatkeep.testing.hooks`), after the rest.
-HOOK_GROUPS: tuple[str, ...] = ("damage", "erasure", "durability", "expiry")
+HOOK_GROUPS: tuple[str, ...] = ("damage", "erasure", "durability", "expiry", "ties")
 
 
 @dataclass(frozen=True)
@@ -122,6 +122,7 @@ REQUIREMENTS: Mapping[str, Requirement] = MappingProxyType(
         "ErasureTests": needs("delete", group="erasure", hooks=("chatkeep_storage_contains",)),
         "DurabilityClaimTests": needs(group="durability", hooks=("chatkeep_durability",)),
         "TtlRetryTests": needs("ttl", "shared", group="expiry", hooks=("chatkeep_expiry",)),
+        "RecentTieTests": needs("recent", group="ties", hooks=("chatkeep_set_updated",)),
     }
 )
 

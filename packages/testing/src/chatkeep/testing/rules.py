@@ -70,6 +70,7 @@ SECTIONS: dict[str, str] = {
     "RecentDeleteTests": _CAPABILITIES,
     "RecentSharedTests": _CAPABILITIES,
     "RecentTtlTests": _CAPABILITIES,
+    "RecentTieTests": _CAPABILITIES,
     "ForkTests": _VIEWS,
     "UndoTests": _VIEWS,
     "CheckpointTests": _VIEWS,

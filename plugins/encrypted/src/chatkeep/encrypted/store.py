@@ -58,6 +58,12 @@ class EncryptedStore:
         expiry = getattr(inner.backend, "chatkeep_expiry", None)
         if expiry is not None:  # and its expiry hook (session ids are not encrypted)
             self.chatkeep_expiry = expiry
+        set_updated = getattr(inner.backend, "chatkeep_set_updated", None)
+        if set_updated is not None:  # and the hook that makes ties in recent
+            self.chatkeep_set_updated = set_updated
+        tidy = getattr(inner.backend, "chatkeep_tidy", None)
+        if tidy is not None:  # and its clean-up hook
+            self.chatkeep_tidy = tidy
 
     @classmethod
     def wrap(

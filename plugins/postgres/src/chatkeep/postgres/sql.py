@@ -499,6 +499,7 @@ class Queries:
     damage_missing: bytes
     storage_contains: bytes
     expiry: bytes
+    set_updated: bytes
     fulltext_exists: bytes
     fulltext_append: bytes
     fulltext_append_if: bytes
@@ -541,6 +542,7 @@ class Queries:
             damage_missing=text(_statements(_DAMAGE_MISSING, names)),
             storage_contains=text(_statements(_STORAGE_CONTAINS, names)),
             expiry=text(_statements(_EXPIRY, names)),
+            set_updated=text(_statements(_SET_UPDATED, names)),
             **render_queries(names, text),
         )
 
@@ -569,6 +571,13 @@ RETURNING 1
 _EXPIRY = """
 SELECT extract(epoch FROM s.expires_at) FROM {sessions} AS s
  WHERE s.namespace = %(namespace)s AND s.session_id = %(session_id)s
+"""
+
+# The chatkeep_set_updated test hook: the time of the session's last append, epoch seconds.
+_SET_UPDATED = """
+UPDATE {sessions} AS s SET updated_at = to_timestamp(%(updated)s)
+ WHERE s.namespace = %(namespace)s AND s.session_id = %(session_id)s
+RETURNING 1
 """
 
 _STORAGE_CONTAINS = """

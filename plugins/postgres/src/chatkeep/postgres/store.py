@@ -538,6 +538,18 @@ class PostgresStore(FulltextHooks):
         rows = self._run(Call("chatkeep_expiry", session_id), "expiry", params)
         return None if not rows or rows[0][0] is None else float(rows[0][0])
 
+    def chatkeep_set_updated(self, session_id: str, updated: float) -> None:
+        """Set the session's ``updated_at`` (the server's time of its last append, which
+        ``recent`` orders by) to ``updated`` seconds since the epoch (a test hook of
+        ``chatkeep.testing``, so the suite can make ties)."""
+        params = {
+            "namespace": self._namespace,
+            "session_id": session_id,
+            "updated": float(updated),
+        }
+        if not self._run(Call("chatkeep_set_updated", session_id), "set_updated", params):
+            raise KeyError(f"no session {session_id!r}")
+
     def chatkeep_storage_contains(self, data: bytes) -> bool:
         """Whether ``data`` occurs in a live row of the store's tables (a test hook of
         ``chatkeep.testing``): record data, record and session ids, namespaces, of every

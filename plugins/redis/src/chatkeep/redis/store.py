@@ -38,6 +38,8 @@ from .store_async import AsyncRedisStore
 __all__ = ["RedisStore"]
 
 _DAMAGE = ("missing", "truncated", "garbage")
+#: How the names of the marker keys end (see :class:`~chatkeep.redis.layout.Layout`).
+_MARKER_SUFFIXES = (b"}:indexed", b"}:recent-indexed")
 
 
 class RedisStore(RedisBase):
@@ -369,29 +371,56 @@ class RedisStore(RedisBase):
 
     # -- the conformance suite's test hooks (chatkeep.testing.hooks) ------------------------
 
-    def chatkeep_storage_contains(self, data: bytes) -> bool:
-        """Whether ``data`` occurs in any key or value under this store's prefix (the whole
-        keyspace chatkeep writes; what the server keeps in its AOF or RDB files until it
-        rewrites them is the server's, out of a client's reach)."""
+    def _prefix_keys(self) -> Iterator[bytes]:
+        """Every key under the key prefix, any namespace (a SCAN of each primary)."""
         client = self._sync_client()
         nodes: list[Any] = client.get_primaries() if self.is_cluster else [None]
         pattern = _escape(self._settings.key_prefix) + "*"
         for node in nodes:
             cursor = 0
             while True:
-                if node is None:
-                    cursor, keys = client.scan(cursor, match=pattern, count=1000)
-                else:
-                    cursors, keys = client.scan(
-                        cursor, match=pattern, count=1000, target_nodes=node
-                    )
-                    cursor = next(iter(cursors.values()))
-                for key in keys:
-                    if data in key or any(data in value for value in _values(client, key)):
-                        return True
-                if int(cursor) == 0:
+                cursor, keys = _ScanPage(client, node, cursor, pattern, 1000)()
+                yield from keys
+                if cursor == 0:
                     break
-        return False
+
+    def chatkeep_storage_contains(self, data: bytes) -> bool:
+        """Whether ``data`` occurs in any key or value under this store's prefix (the whole
+        keyspace chatkeep writes; what the server keeps in its AOF or RDB files until it
+        rewrites them is the server's, out of a client's reach)."""
+        client = self._sync_client()
+        return any(
+            data in key or any(data in value for value in _values(client, key))
+            for key in self._prefix_keys()
+        )
+
+    def chatkeep_tidy(self) -> None:
+        """Remove the marker keys that outlive the sessions (a test hook of
+        ``chatkeep.testing``, which calls it after deleting what a test wrote): one SCAN of
+        the key prefix; a namespace holding nothing but markers loses them (on a cluster
+        ``delete`` cannot know cheaply that a namespace emptied, its index being one key
+        per slot), and the key prefix's own marker goes once no namespace holds anything
+        else. Markers only spare a SCAN, so removing one while other handles write is
+        safe: the next listing looks for 0.1-era sessions once more and finds them indexed.
+        """
+        self._check_open()
+        every = self._layout.every_namespace_marker()
+        markers: list[tuple[str, bytes]] = []
+        busy: set[str] = set()
+        for key in self._prefix_keys():
+            namespace = self._layout.namespace_of(key)
+            if namespace is None or key == every:
+                continue
+            if key.endswith(_MARKER_SUFFIXES):
+                markers.append((namespace, key))
+            else:
+                busy.add(namespace)
+        client = self._sync_client()
+        for namespace, key in markers:
+            if namespace not in busy:
+                client.delete(key)
+        if not busy:
+            client.delete(every)
 
     def chatkeep_expiry(self, session_id: str) -> float | None:
         """When the session expires (seconds since the epoch: this machine's clock plus the
@@ -401,6 +430,20 @@ class RedisStore(RedisBase):
         log_key = self._layout.binary_keys(session_id)[0]
         left = int(self._sync_client().pttl(log_key))
         return None if left < 0 else time.time() + left / 1000
+
+    def chatkeep_set_updated(self, session_id: str, updated: float) -> None:
+        """Set the session's score in ``{}:recent`` (the server's time of its last append)
+        to ``updated`` (a test hook of ``chatkeep.testing``, so the suite can make ties;
+        single server only, as a cluster keeps no ``{}:recent``)."""
+        self._check_open()
+        recent = self._layout.recent_key()
+        if recent is None:
+            raise NotImplementedError("a cluster keeps no last-append index")
+        member = self._layout.binary_keys(session_id)[4]
+        client = self._sync_client()
+        if client.zscore(recent, member) is None:
+            raise KeyError(f"no session {session_id!r}")
+        client.zadd(recent, {member: float(updated)}, xx=True)
 
     def chatkeep_damage(self, session_id: str, position: int, kind: str) -> None:
         """Damage the record at ``position`` behind the store's back, as a failing disk or

@@ -36,6 +36,7 @@ __all__ = [
     "SELECT_STORED",
     "SELECT_TABLE",
     "SELECT_VERSION",
+    "SET_UPDATED_AT",
     "UPDATE_SESSION",
     "UPDATE_UPDATED_AT",
     "pragma",
@@ -104,6 +105,7 @@ def pragma(name: str, value: str | None = None) -> str:
 SELECT_SESSION = f"SELECT id, length, expires_at FROM {SESSIONS_TABLE} WHERE session_id = ?"  # noqa: S608
 SELECT_SESSION_ID = f"SELECT id FROM {SESSIONS_TABLE} WHERE session_id = ?"  # noqa: S608
 SELECT_EXPIRY = f"SELECT expires_at FROM {SESSIONS_TABLE} WHERE session_id = ?"  # noqa: S608
+SET_UPDATED_AT = f"UPDATE {SESSIONS_TABLE} SET updated_at = ? WHERE session_id = ?"  # noqa: S608
 INSERT_SESSION = (
     f"INSERT INTO {SESSIONS_TABLE} (session_id, length, expires_at, updated_at) "  # noqa: S608
     "VALUES (?, ?, ?, ?)"

@@ -69,6 +69,7 @@ from .sql import SELECT_RECORD_ID as _SELECT_RECORD_ID
 from .sql import SELECT_SESSION as _SELECT_SESSION
 from .sql import SELECT_SESSION_ID as _SELECT_SESSION_ID
 from .sql import SELECT_STORED as _SELECT_STORED
+from .sql import SET_UPDATED_AT as _SET_UPDATED_AT
 from .sql import UPDATE_SESSION as _UPDATE_SESSION
 from .sql import pragma, read_positions_statement, read_statement
 
@@ -622,6 +623,19 @@ class SQLiteStore(FulltextHooks):
                 return None
             row = handle.connection.execute(_SELECT_EXPIRY, (self._key(session_id),)).fetchone()
         return None if row is None or row[0] is None else float(row[0])
+
+    def chatkeep_set_updated(self, session_id: str, updated: float) -> None:
+        """Set the session's ``updated_at`` (the time of its last append, which ``recent``
+        orders by) to ``updated`` (a test hook of ``chatkeep.testing``, so the suite can
+        make ties)."""
+        self._refuse_writes("chatkeep_set_updated")
+        key = self._key(session_id)
+
+        def update(connection: sqlite3.Connection) -> None:
+            if connection.execute(_SET_UPDATED_AT, (float(updated), key)).rowcount != 1:
+                raise KeyError(f"no session {session_id!r}")
+
+        self._write(update)
 
     def chatkeep_damage(self, session_id: str, position: int, kind: str) -> None:
         """Damage the record at ``position`` behind the store's back, as another program

@@ -24,7 +24,13 @@ from .namespaces import NamespaceTests
 from .order import OrderTests, SliceTests
 from .paging import ListingPagesTests, LongPrefixTests
 from .payload import PayloadTests
-from .recent import RecentDeleteTests, RecentSessionsTests, RecentSharedTests, RecentTtlTests
+from .recent import (
+    RecentDeleteTests,
+    RecentSessionsTests,
+    RecentSharedTests,
+    RecentTieTests,
+    RecentTtlTests,
+)
 from .search import FulltextTests, SearchTests
 from .shared import (
     CrashDurabilityTests,
@@ -92,6 +98,7 @@ __all__ = [
     "RecentDeleteTests",
     "RecentSessionsTests",
     "RecentSharedTests",
+    "RecentTieTests",
     "RecentTtlTests",
     "RecordIdempotencyTests",
     "RetryTests",

@@ -21,9 +21,16 @@ from chatkeep.core import Store
 from chatkeep.core.metadata import list_session_infos
 
 from ..checks import records
+from ..hooks import SET_UPDATED
 from ._base import ConformanceBase
 
-__all__ = ["RecentDeleteTests", "RecentSessionsTests", "RecentSharedTests", "RecentTtlTests"]
+__all__ = [
+    "RecentDeleteTests",
+    "RecentSessionsTests",
+    "RecentSharedTests",
+    "RecentTieTests",
+    "RecentTtlTests",
+]
 
 #: Allowed difference between the store's clock and this machine's (a server's clock).
 _CLOCK_SKEW = 300.0
@@ -149,6 +156,52 @@ def _backend_page(
         return hook(prefix, before, 100)  # type: ignore[return-value]
     coroutine = (hook or twin)(prefix, before, 100)  # type: ignore[misc]
     return asyncio.run(coroutine)  # type: ignore[arg-type]
+
+
+#: Tied ids whose code-point order differs from a naive key encoding's (a space, ``!``,
+#: ``/`` and ``~`` around letters, a letter outside ASCII) and from a case-folding order.
+_TIED = ("a", "c", "b", "e", "d", "a b", "a!", "a~", "a/", "B", "\u00e9")
+
+
+class RecentTieTests(ConformanceBase):
+    """Sessions whose last appends share one time (written with the ``chatkeep_set_updated``
+    test hook, since no store's clock can be made to repeat from outside) are listed
+    newest first, ties by id descending in code-point order, and keyset pages that end
+    inside a tie go on after it."""
+
+    def test_recent_ties_by_id_descending_across_pages(
+        self, chatkeep_store: Store, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        prefix = _fresh_prefix()
+        names = [prefix + name for name in _TIED]
+        newest = prefix + "newest"
+        for name in [*names, newest]:
+            chatkeep_store.append(name, records(1))
+        pairs = dict(_recent(chatkeep_store, prefix))
+        now = pairs[newest].timestamp()
+        tie = float(int(now) - 3600)  # whole seconds: exact in every store's time type
+        set_updated = getattr(chatkeep_store.backend, SET_UPDATED)
+        for name in names:
+            set_updated(name, tie)
+        expected = [newest, *sorted(names, reverse=True)]
+        listed = _recent(chatkeep_store, prefix)
+        assert [name for name, _ in listed] == expected, "ties not by id descending"
+        times = {updated.timestamp() for _, updated in listed[1:]}
+        assert times == {tie}, f"the tied sessions do not share the time written: {times}"
+        for page in (2, 3, 5):  # core pages ending inside the tie, at several places
+            monkeypatch.setattr(store_module, "RECENT_PAGE", page)
+            got = _ids(chatkeep_store, prefix)
+            assert got == expected, f"pages of {page} lost or repeated a tied session: {got}"
+        # The backend's cursor is exclusive inside a tie: from a tied pair on, only the
+        # tied ids below it, then nothing newer.
+        raw = _backend_page(chatkeep_store.backend, prefix, None)
+        for cut in (1, 4, len(raw) - 2):
+            session_id, updated = raw[cut]
+            after = _backend_page(chatkeep_store.backend, prefix, (updated, session_id))
+            assert [n for n, _ in after] == [n for n, _ in raw[cut + 1 :]], (
+                f"the cursor ({session_id!r} at the tie) did not continue right after it"
+            )
+        assert _ids(chatkeep_store, prefix, limit=4) == expected[:4]
 
 
 class RecentDeleteTests(ConformanceBase):
