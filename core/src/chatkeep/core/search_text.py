@@ -305,7 +305,7 @@ def index_words(messages: Iterable[Message], *, fork: bool = False) -> str:
     for message in messages:
         seen.update(dict.fromkeys(words(message_text(message))))
     joined = " ".join(seen)
-    if len(joined) > MAX_INDEX_WORD and any(len(word) > MAX_INDEX_WORD for word in seen):
+    if len(joined) > MAX_INDEX_WORD and max(map(len, seen)) > MAX_INDEX_WORD:
         # Rare: cut only when a word is that long (the per-word slice costs an append).
         joined = " ".join(dict.fromkeys(word[:MAX_INDEX_WORD] for word in seen))
     if len(joined) * 4 > MAX_INDEX_WORDS_BYTES and len(joined.encode()) > MAX_INDEX_WORDS_BYTES:
