@@ -40,8 +40,8 @@ class FulltextHooks:
     def _words_params(
         self, session_id: str, records: list[Record], words: list[str]
     ) -> tuple[Any, ...]:
-        joined = " ".join(word for word in words if word)
-        return (self._namespace, session_id, joined, joined)
+        ids = TextArray([record.id for record in records])
+        return (self._namespace, session_id, ids, TextArray(list(words)))
 
     def fulltext_append(self, session_id: str, records: list[Record], words: list[str]) -> None:
         """``append`` and the records' words, in one statement."""

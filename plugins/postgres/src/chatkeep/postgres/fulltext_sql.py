@@ -1,7 +1,6 @@
 """The SQL of the ``fulltext`` capability on PostgreSQL (the hooks: :mod:`.fulltext`).
 
-A ``tsvector`` per append batch (per record for rows from before migration 6),
-GIN-indexed.
+A ``tsvector`` per record, GIN-indexed (no unique key since migration 6).
 
 The core hands each record's words over (``chatkeep.core.search_text.record_words``:
 folded, space-separated; the backend never parses a record). :meth:`FulltextHooks.
@@ -67,21 +66,16 @@ def migration_5(names: Names, conn: object) -> list[sql.Composed]:
     return [sql.SQL(_V5).format(**names.mapping())]
 
 
-# Migration 6: one row of words per append batch instead of one per record, and no unique
-# key. The index names candidate sessions (the core re-matches every message of a
-# candidate exactly), so a row only has to hold every word of the records it was written
-# with: a batch's row may match a group whose words sit in two of its records, and a retry
-# may write a batch's words twice, both harmless. What this saves an append: a row per
-# record and the ``md5(record_id)`` key's insert and conflict check (see the benchmarks
-# README). Rows written before it (one a record) stay valid rows of words; the session
-# index replaces the unique key for the trigger's delete.
+# Migration 6: no unique key on the words. The index names candidate sessions (the core
+# re-matches every message of a candidate exactly), so a retry that writes a record's
+# words twice is harmless: what the ``md5(record_id)`` key and its ``ON CONFLICT`` cost
+# every append bought nothing. A session index replaces it for the trigger's delete.
+# Rows stay one a record: a row per append batch was measured cheaper to write, but then
+# a session holding two query words in different messages is a candidate too, and a
+# two-word query's first 20 hits took seconds at 10,000 sessions (benchmarks README).
 _V6 = """
 DROP INDEX {fulltext_key};
-ALTER TABLE {fulltext} ALTER COLUMN record_id DROP NOT NULL;
 CREATE INDEX {bare_fulltext_session_idx} ON {fulltext} (namespace, session_id);
-COMMENT ON TABLE {fulltext} IS
-    'chatkeep: the words of records, as the core extracted them, a row per append batch '
-    '(record_id set only on rows from before migration 6; fulltext capability)';
 """
 
 
@@ -90,14 +84,15 @@ def migration_6(names: Names, conn: object) -> list[sql.Composed]:
     return [sql.SQL(_V6).format(**names.mapping())]
 
 
-# The batch's words in one row, written only when the append stored a record (an exact
+# The records' words, a row each, written only when the append stored a record (an exact
 # retry that stores nothing writes none; one that stores part of its batch writes the
-# batch's words again, harmlessly).
+# batch's words again, harmlessly: no unique key since migration 6).
 _WORDS = """
 indexed AS (
-    INSERT INTO {fulltext} (namespace, session_id, words)
-    SELECT %s::text, %s::text, array_to_tsvector(string_to_array(%s::text, ' '))
-     WHERE %s::text <> '' AND (SELECT result FROM appended) > 0
+    INSERT INTO {fulltext} (namespace, session_id, record_id, words)
+    SELECT %s::text, %s::text, u.id, array_to_tsvector(string_to_array(u.words, ' '))
+      FROM unnest(%s::text[], %s::text[]) AS u(id, words)
+     WHERE u.words <> '' AND (SELECT result FROM appended) > 0
 )
 SELECT result FROM appended
 """
@@ -150,8 +145,9 @@ WITH e AS (
     SELECT * FROM unnest(%(sessions)s::text[], %(seqs)s::int8[], %(ids)s::text[],
                          %(words)s::text[]) AS e(session_id, seq, record_id, words)
 ), indexed AS (
-    INSERT INTO {fulltext} (namespace, session_id, words)
-    SELECT %(namespace)s, e.session_id, array_to_tsvector(string_to_array(e.words, ' '))
+    INSERT INTO {fulltext} (namespace, session_id, record_id, words)
+    SELECT %(namespace)s, e.session_id, e.record_id,
+           array_to_tsvector(string_to_array(e.words, ' '))
       FROM e WHERE e.words <> ''
 )
 UPDATE {fulltext_backlog} AS b SET done = greatest(b.done, m.next)

@@ -60,7 +60,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         pgsql.migration_4,
     ),
     Migration(5, "fulltext: each record's words, GIN-indexed, and a backlog", migration_5),
-    Migration(6, "fulltext: a row of words per append batch, no md5(record_id) key", migration_6),
+    Migration(6, "fulltext: no md5(record_id) unique key, a session index", migration_6),
 )
 #: The version a store brings its schema to.
 LATEST_VERSION = MIGRATIONS[-1].version
