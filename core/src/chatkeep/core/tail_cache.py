@@ -33,6 +33,7 @@ adapter holds one per conversation object::
     if items is None:
         read = await aread_view_with_tail(...)       # however the adapter reads and decodes
         cache.fill(store, session_id, items, tail_id=..., nbytes=...)
+        # (or cache.fill_records(store, session_id, records, items) from the records read)
     ...
     await store.aappend(session_id, records)         # the turn's own records
     cache.extend(records, decoded)                   # the cache follows its own append
@@ -243,6 +244,35 @@ class TailCache(Generic[T]):
         self.anchor_id, self.anchor_data = tail_id, tail_data
         self._ids = ids
         return True
+
+    def fill_records(
+        self,
+        store: Store,
+        session_id: str,
+        records: Sequence[Record],
+        items: list[T],
+        *,
+        key: Hashable = None,
+        limit: int | None = None,
+        count: int | None = None,
+    ) -> bool:
+        """:meth:`fill` from the records just read: ``records`` are the log's newest
+        records (oldest first, ending with its newest record; empty: the log was empty)
+        and ``items`` what they decode to (the records themselves in a ``TailCache[Record]``).
+        The anchor is the last record (its id and data), the bound the records' bytes.
+        Returns whether the view is kept."""
+        tail = records[-1] if records else None
+        return self.fill(
+            store,
+            session_id,
+            items,
+            tail_id=None if tail is None else tail.id,
+            tail_data=None if tail is None else tail.data,
+            nbytes=sum(len(record.data) for record in records),
+            key=key,
+            limit=limit,
+            count=count,
+        )
 
     def extend(
         self, records: Sequence[Record], items: Sequence[T], *, count: int | None = None
