@@ -5,15 +5,15 @@ fork written into the id) is seen. Run on SQLite, PostgreSQL and Redis."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Awaitable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from agent_framework import Message
 from conftest import url_for
+from maf_support import run
 
 from chatkeep.agent_framework import ChatkeepHistoryProvider
 from chatkeep.core import (
@@ -26,21 +26,26 @@ from chatkeep.core import (
     open_store,
 )
 
-T = TypeVar("T")
-
-
-def run(coroutine: Awaitable[T]) -> T:
-    async def main() -> T:
-        return await coroutine
-
-    return asyncio.run(main())
-
 
 @pytest.fixture(params=["sqlite", "postgres", "redis"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     opened = open_store(url_for(request.param, request, tmp_path))
     yield opened
     opened.close()
+
+
+def spy_reads(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int | None]]:
+    """The ``(start, stop)`` of every ``aread`` on ``store``'s class from now on."""
+    reads: list[tuple[int, int | None]] = []
+    cls = type(store)
+    real_aread = cls.aread
+
+    async def aread(self: Store, session_id: str, start: int = 0, stop: int | None = None) -> Any:
+        reads.append((start, stop))
+        return await real_aread(self, session_id, start, stop)
+
+    monkeypatch.setattr(cls, "aread", aread)  # the class: a Store's slots are read-only
+    return reads
 
 
 def texts(messages: list[Message]) -> list[str]:
@@ -62,15 +67,7 @@ def test_a_kept_view_reads_the_tail_and_sees_other_writers(
     for n in range(3):  # a turn: load, then save the exchange
         run(kept.get_messages(sid))
         run(kept.save_messages(sid, [Message("user", [f"q{n}"]), Message("assistant", [f"a{n}"])]))
-    reads: list[tuple[int, int | None]] = []
-    cls = type(store)
-    real_aread = cls.aread
-
-    async def aread(self: Store, session_id: str, start: int = 0, stop: int | None = None) -> Any:
-        reads.append((start, stop))
-        return await real_aread(self, session_id, start, stop)
-
-    monkeypatch.setattr(cls, "aread", aread)  # the class: a Store's slots are read-only
+    reads = spy_reads(store, monkeypatch)
     loaded = run(kept.get_messages(sid))
     whole = ["q0", "a0", "q1", "a1", "q2", "a2"]
     assert texts(loaded) == (whole if limit is None else whole[-limit:])
@@ -117,14 +114,6 @@ def test_cache_bytes_bounds_what_is_kept(store: Store, monkeypatch: pytest.Monke
     kept = ChatkeepHistoryProvider(store=store, cache_bytes=0)
     run(kept.save_messages(sid, [Message("user", [f"m{n}"]) for n in range(4)]))
     run(kept.get_messages(sid))
-    reads: list[tuple[int, int | None]] = []
-    cls = type(store)
-    real_aread = cls.aread
-
-    async def aread(self: Store, session_id: str, start: int = 0, stop: int | None = None) -> Any:
-        reads.append((start, stop))
-        return await real_aread(self, session_id, start, stop)
-
-    monkeypatch.setattr(cls, "aread", aread)
+    reads = spy_reads(store, monkeypatch)
     assert texts(run(kept.get_messages(sid))) == ["m0", "m1", "m2", "m3"]
     assert (-1, None) not in reads and reads, "cache_bytes=0 kept a view"

@@ -354,16 +354,6 @@ async def aread_view_kept(
         count = None if cache.count is None else RunningCount(cache.count, cache.tail_id)
         return view, count
     read = await arun(store, view_program(session_id, limit))
-    cache.fill(
-        store,
-        session_id,
-        read.messages,
-        tail_id=read.newest_record_id,
-        tail_data=read.newest_record_data,
-        nbytes=read.bytes_fed,
-        key=limit,
-        limit=limit,
-        count=read.count,
-    )
+    cache.fill_view(store, session_id, read, key=limit, limit=limit)
     counted = None if read.count is None else RunningCount(read.count, read.newest_record_id)
     return read.messages, counted

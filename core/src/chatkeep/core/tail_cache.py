@@ -42,10 +42,14 @@ adapter holds one per conversation object::
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from .records import Record
 from .store import Store
+
+if TYPE_CHECKING:
+    from .messages import Message
+    from .views._ops import ViewRead
 
 __all__ = ["DEFAULT_CACHE_BYTES", "TailCache"]
 
@@ -272,6 +276,32 @@ class TailCache(Generic[T]):
             key=key,
             limit=limit,
             count=count,
+        )
+
+    def fill_view(
+        self: TailCache[Message],
+        store: Store,
+        session_id: str,
+        read: ViewRead,
+        *,
+        key: Hashable = None,
+        limit: int | None = None,
+        ids: set[str] | None = None,
+    ) -> bool:
+        """:meth:`fill` with a view just read (the core's view read: its messages, the
+        log's newest record, the bytes decoded and the count it proved). Returns whether
+        the view is kept."""
+        return self.fill(
+            store,
+            session_id,
+            read.messages,
+            tail_id=read.newest_record_id,
+            tail_data=read.newest_record_data,
+            nbytes=read.bytes_fed,
+            key=key,
+            limit=limit,
+            count=read.count,
+            ids=ids,
         )
 
     def extend(
