@@ -223,16 +223,18 @@ def _with_id(message: Message, message_id: str) -> Message:
 def _tag_in_place(messages: list[Message], source_id: str) -> tuple[list[Message], set[str]]:
     """Tag ``messages`` as loaded history, in place, and collect their ids, in one pass:
     only for messages no one else holds (what :meth:`HistoryProvider.invoking` just
-    decoded and does not cache). Each gets a new properties dict, as :meth:`Message.tagged`
-    gives its copy."""
+    decoded and does not cache). A decoded message's properties dict is its own (the
+    decoder makes one per message, and the view builder never hands one message out
+    twice), so the tag goes into it: no copy per message."""
     ids: set[str] = set()
     add = ids.add
     for message in messages:
-        properties = dict(message.additional_properties)
-        properties[ATTRIBUTION_KEY] = {"source_id": source_id, "source_type": _HISTORY}
-        message.additional_properties = properties
-        if message.message_id is not None:
-            add(message.message_id)
+        message.additional_properties[ATTRIBUTION_KEY] = {
+            "source_id": source_id,
+            "source_type": _HISTORY,
+        }
+        add(message.message_id)  # type: ignore[arg-type]
+    ids.discard(None)  # type: ignore[arg-type, unused-ignore]
     return messages, ids
 
 
