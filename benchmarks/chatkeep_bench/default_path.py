@@ -4,6 +4,7 @@ interleaved run.
 
     python benchmarks/run.py default-path [--quick] [--backends sqlite,sqlite-disk,redis,postgres]
                                           [--lengths 10,1000,10000] [--rounds 100] [--json f]
+                                          [--loads whole,window,full]
 
 A **turn** loads the session's history and appends one exchange (the harness's workload:
 two ~300-byte messages, every fifth exchange a tool call and its result). **whole**: the
