@@ -320,25 +320,21 @@ def main(argv: list[str], which: str) -> int:
 
     warnings.filterwarnings("ignore")
     if which == "llama-index":
-        return run(
-            argv,
-            description="LlamaIndex chat stores: chatkeep vs RedisChatStore / PostgresChatStore",
-            backends=LLAMA_BACKENDS,
-            measure=_measure_llama,
-            table=_llama_table,
-            rounds=200,
-            quick_rounds=40,
-            default_lengths="10,1000",
-            targets=lambda rows: target_lines(rows, "store", LLAMA_TARGETS),
-        )
+        description = "LlamaIndex chat stores: chatkeep vs RedisChatStore / PostgresChatStore"
+        backends, measure, table = LLAMA_BACKENDS, _measure_llama, _llama_table
+        targets = LLAMA_TARGETS
+    else:
+        description = "Strands sessions: chatkeep on SQLite vs FileSessionManager"
+        backends, measure, table = STRANDS_BACKENDS, _measure_strands, _strands_table
+        targets = STRANDS_TARGETS
     return run(
         argv,
-        description="Strands sessions: chatkeep on SQLite vs FileSessionManager",
-        backends=STRANDS_BACKENDS,
-        measure=_measure_strands,
-        table=_strands_table,
+        description=description,
+        backends=backends,
+        measure=measure,
+        table=table,
         rounds=200,
         quick_rounds=40,
         default_lengths="10,1000",
-        targets=lambda rows: target_lines(rows, "store", STRANDS_TARGETS),
+        targets=lambda rows: target_lines(rows, "store", targets),
     )

@@ -454,17 +454,8 @@ class HistoryProvider:
             # The cache keeps the decoded messages; what is handed out are tagged copies.
             tagged = _tagged_copies(shown, self.source_id)
             ids = {m.message_id for m in shown if m.message_id is not None}
-            cache.fill(
-                store,
-                session_id,
-                messages,
-                tail_id=read.newest_record_id,
-                tail_data=read.newest_record_data,
-                nbytes=read.bytes_fed,
-                key=limit,
-                limit=limit,
-                count=read.count,
-                ids=ids if limit is None else None,
+            cache.fill_view(
+                store, session_id, read, key=limit, limit=limit, ids=ids if limit is None else None
             )
             return tagged, ids, read.newest_record_id
         # The messages were decoded for this call and nothing else holds them: tag them.
