@@ -8,6 +8,9 @@ The rows do exactly the MAF peers' turn (:class:`~chatkeep_bench.peers.MafProvid
   is a tail read of the session's view.
 - ``MAF ChatkeepHistoryProvider (whole session)``: ``max_messages=None``, the same work as
   MAF's providers (load everything, keep the last 50), for a like-for-like comparison.
+- ``MAF ChatkeepHistoryProvider (whole session, cache_bytes=0)``: the same with no view
+  kept between turns (every turn reads and decodes the whole view, as before issue 29's
+  kept view): what the kept view saves, measured in the same interleaved run.
 
 Both save through MAF's de-duplication rule and one append. :func:`maf_rows` is called
 by :func:`chatkeep_bench.adapters.adapter_rows`, with each backend's ``url_for(tag)``
@@ -36,11 +39,19 @@ class ChatkeepMafProvider(MafProvider):
 def maf_rows(url_for: Callable[[str], str]) -> list[AnyVariant | Unavailable]:
     """The adapter's two rows for one backend (``url_for(tag)``: a chatkeep URL of its own)."""
     rows: list[AnyVariant | Unavailable] = []
-    for tag, max_messages, label in (("ad-mafw", 50, "max_messages=50"),
-                                     ("ad-mafa", None, "whole session")):  # fmt: skip
+    for tag, max_messages, cache_bytes, label in (
+        ("ad-mafw", 50, None, "max_messages=50"),
+        ("ad-mafa", None, None, "whole session"),
+        ("ad-mafn", None, 0, "whole session, cache_bytes=0"),
+    ):
         name = f"MAF ChatkeepHistoryProvider ({label})"
 
-        def build(tag: str = tag, max_messages: int | None = max_messages, name: str = name) -> Any:
+        def build(
+            tag: str = tag,
+            max_messages: int | None = max_messages,
+            cache_bytes: int | None = cache_bytes,
+            name: str = name,
+        ) -> Any:
             from chatkeep.agent_framework import ChatkeepHistoryProvider
 
             url = url_for(tag)
@@ -52,10 +63,16 @@ def maf_rows(url_for: Callable[[str], str]) -> list[AnyVariant | Unavailable]:
                 "chatkeep's MAF adapter: a tail read of the view, one append"
                 if max_messages
                 else "chatkeep's MAF adapter loading the whole session, as MAF's own do"
+                if cache_bytes is None
+                else "the same, keeping no view between turns (every turn decodes it all)"
             )
             return ChatkeepMafProvider(
                 name,
-                lambda: ChatkeepHistoryProvider(url=url, max_messages=max_messages),
+                lambda: ChatkeepHistoryProvider(
+                    url=url,
+                    max_messages=max_messages,
+                    **({} if cache_bytes is None else {"cache_bytes": cache_bytes}),
+                ),
                 after=close,
                 note=note,
             )

@@ -4,6 +4,7 @@ interleaved run.
 
     python benchmarks/run.py default-path [--quick] [--backends sqlite,sqlite-disk,redis,postgres]
                                           [--lengths 10,1000,10000] [--rounds 100] [--json f]
+                                          [--loads whole,window,full]
 
 A **turn** loads the session's history and appends one exchange (the harness's workload:
 two ~300-byte messages, every fifth exchange a tool call and its result). **whole**: the
@@ -30,6 +31,7 @@ history grows by at most ~20% during the run.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import gc
@@ -56,6 +58,8 @@ POSTGRES = (
 )
 REDIS = os.environ.get("CHATKEEP_TEST_REDIS_URL") or "redis://127.0.0.1:6379/0"
 BACKENDS = ["sqlite", "sqlite-disk", "redis", "postgres"]
+#: The loads measured (``--loads``): every one unless asked for fewer.
+LOADS = ("whole", "window", "full")
 
 Turn = Callable[[str, int], Awaitable[None]]
 Fill = Callable[[str, int], Awaitable[None]]
@@ -387,7 +391,7 @@ async def _rows(backend: str, folder: Path, stack: contextlib.AsyncExitStack) ->
         stack.callback(_drop_schema, schema + "_ck")
     stack.push_async_callback(store.aclose)
     rows += _chatkeep_rows(store)
-    return rows
+    return [row for row in rows if row.load in LOADS]
 
 
 def _remove_folder(place: Path) -> None:
@@ -541,9 +545,18 @@ def table(rows: list[dict[str, Any]]) -> Iterator[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python benchmarks/run.py default-path ...``."""
+    """``python benchmarks/run.py default-path [--loads whole,window,full] ...``."""
+    global LOADS
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--loads", default=",".join(LOADS))
+    known, rest = parser.parse_known_args(argv)
+    asked = tuple(load for load in known.loads.split(",") if load)
+    unknown = set(asked) - set(LOADS)
+    if unknown:
+        parser.error(f"unknown load(s) {sorted(unknown)}; choose from {', '.join(LOADS)}")
+    LOADS = asked
     return run(
-        argv,
+        rest,
         description="issue 29: the default path, whole history and window, kept and resumed",
         backends=BACKENDS,
         measure=measure,

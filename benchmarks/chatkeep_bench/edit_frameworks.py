@@ -15,7 +15,9 @@ then ``add_message`` (so the length stays). Peers: ``RedisChatStore``
 another package), it is shown for reference.
 
 **strands**: a turn is what ``RepositorySessionManager`` does when an agent answers:
-``create_message`` and ``update_agent`` (the sync after each message) twice; a **restore**
+``create_message`` and ``update_agent`` (the sync after each message) twice (a **chat** turn
+is the two ``create_message`` alone: the manager skips ``update_agent`` when the agent's
+state, interrupt state and conversation-manager state are unchanged); a **restore**
 is a new session manager initializing the agent (``read_session``, ``read_agent``,
 ``list_messages``). Peer: ``FileSessionManager``, against ``ChatkeepSessionRepository`` on
 a SQLite file in the same folder (the default ``synchronous=full``, one fsync per append,
@@ -191,13 +193,23 @@ def _strands_operations(make: Callable[[], Any], session_id: str, length: int) -
             agent.state["visits"] = next_id[0]
             repository.update_agent(session_id, agent)
 
+    def chat() -> None:
+        # A turn whose agent state did not change: RepositorySessionManager.sync_agent
+        # skips update_agent then, so the turn is the two messages alone.
+        for role in ("user", "assistant"):
+            message = {"role": role, "content": [{"text": TEXT}]}
+            repository.create_message(
+                session_id, "a", SessionMessage(message=message, message_id=next_id[0])
+            )
+            next_id[0] += 1
+
     def restore() -> None:
         from strands import Agent
 
         manager = RepositorySessionManager(session_id=session_id, session_repository=make())
         manager.initialize(Agent(agent_id="a", callback_handler=None))
 
-    return {"turn": turn, "restore": restore}
+    return {"turn": turn, "chat": chat, "restore": restore}
 
 
 def _strands_variants(
@@ -298,7 +310,11 @@ def _llama_table(rows: list[dict[str, Any]]) -> Iterator[str]:
 
 
 def _strands_table(rows: list[dict[str, Any]]) -> Iterator[str]:
-    columns = [("turn", "turn ms, median (p99)"), ("restore", "restore ms, median (p99)")]
+    columns = [
+        ("turn", "turn ms, median (p99)"),
+        ("chat", "chat turn ms, median (p99)"),
+        ("restore", "restore ms, median (p99)"),
+    ]
     return ratio_table(rows, "store", "messages", columns)
 
 
@@ -320,25 +336,21 @@ def main(argv: list[str], which: str) -> int:
 
     warnings.filterwarnings("ignore")
     if which == "llama-index":
-        return run(
-            argv,
-            description="LlamaIndex chat stores: chatkeep vs RedisChatStore / PostgresChatStore",
-            backends=LLAMA_BACKENDS,
-            measure=_measure_llama,
-            table=_llama_table,
-            rounds=200,
-            quick_rounds=40,
-            default_lengths="10,1000",
-            targets=lambda rows: target_lines(rows, "store", LLAMA_TARGETS),
-        )
+        description = "LlamaIndex chat stores: chatkeep vs RedisChatStore / PostgresChatStore"
+        backends, measure, table = LLAMA_BACKENDS, _measure_llama, _llama_table
+        targets = LLAMA_TARGETS
+    else:
+        description = "Strands sessions: chatkeep on SQLite vs FileSessionManager"
+        backends, measure, table = STRANDS_BACKENDS, _measure_strands, _strands_table
+        targets = STRANDS_TARGETS
     return run(
         argv,
-        description="Strands sessions: chatkeep on SQLite vs FileSessionManager",
-        backends=STRANDS_BACKENDS,
-        measure=_measure_strands,
-        table=_strands_table,
+        description=description,
+        backends=backends,
+        measure=measure,
+        table=table,
         rounds=200,
         quick_rounds=40,
         default_lengths="10,1000",
-        targets=lambda rows: target_lines(rows, "store", STRANDS_TARGETS),
+        targets=lambda rows: target_lines(rows, "store", targets),
     )

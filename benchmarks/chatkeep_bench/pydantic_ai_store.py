@@ -68,16 +68,21 @@ def _messages(start: int, count: int) -> list[Any]:
 def sql_store(kind: str, target: str) -> Any:
     """The hand-written peer: ``kind`` is ``sqlite`` (``target`` a file) or ``postgres``
     (``target`` a schema on :data:`POSTGRES`)."""
+    import pydantic
     from pydantic_ai.conversation_store import (
         ConversationConflict,
         ConversationEntry,
         ConversationRecord,
         ConversationStore,
     )
-    from pydantic_ai.messages import ModelMessagesTypeAdapter
+    from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
     from pydantic_core import to_json
 
-    record_adapter: Any = __import__("pydantic").TypeAdapter(ConversationRecord)
+    record_adapter: Any = pydantic.TypeAdapter(ConversationRecord)
+    # One message with ModelMessagesTypeAdapter's own settings (bytes as base64).
+    message_adapter: Any = pydantic.TypeAdapter(
+        ModelMessage, config=pydantic.ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+    )
 
     class SQLConversationStore(ConversationStore):
         def __init__(self) -> None:
@@ -137,11 +142,10 @@ def sql_store(kind: str, target: str) -> Any:
                 if (row[0] if row else None) != expected_revision:
                     raise ConversationConflict(record.conversation_id)
                 if new_entries:
-                    dumped = ModelMessagesTypeAdapter.dump_json([e.message for e in new_entries])
-                    messages = json.loads(dumped)
+                    # One encode per message, stored as written (read back as `[<row>]`).
                     rows = [
-                        (e.id, e.parent_id, json.dumps(m))
-                        for e, m in zip(new_entries, messages, strict=True)
+                        (e.id, e.parent_id, message_adapter.dump_json(e.message).decode())
+                        for e in new_entries
                     ]
                     cursor = db.cursor()
                     cursor.executemany(

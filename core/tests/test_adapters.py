@@ -159,3 +159,27 @@ def test_async_session_lock_serializes_one_session_and_is_dropped_after():
     assert order.index("c+") < order.index("a-")  # another session does not wait
     assert adapters._ASYNC_LOCKS == {}  # nothing kept once nobody holds a lock
     asyncio.run(main())  # a new loop gets new locks
+
+
+def test_a_view_kept_through_a_tail_cache_follows_appends_and_sees_others() -> None:
+    from chatkeep.core import Message, TailCache, aread_view, encode_records, new_id
+    from chatkeep.core.adapters import appended_messages, aread_view_kept, stamped_records
+
+    store = open_store("memory://adapters-kept-view")
+    cache: TailCache[Message] = TailCache()
+
+    async def main() -> None:
+        view, count = await aread_view_kept(store, "s", cache)
+        assert view == [] and count is not None and count.n == 0
+        records = stamped_records([Message.user(f"m{n}", message_id=new_id()) for n in range(3)])
+        await store.aappend("s", records)
+        added = appended_messages(records)
+        assert added == await aread_view(store, "s")  # as a read decodes them
+        cache.extend(records, added, count=3)
+        view, count = await aread_view_kept(store, "s", cache)
+        assert view == added and count is not None and (count.n, count.last) == (3, records[-1].id)
+        await store.aappend("s", encode_records([Message.user("theirs", message_id=new_id())]))
+        view, count = await aread_view_kept(store, "s", cache)
+        assert view == await aread_view(store, "s") and len(view) == 4
+
+    asyncio.run(main())

@@ -68,3 +68,26 @@ def test_a_filter_s_messages_are_tagged_as_copies() -> None:
     loaded = asyncio.run(provider.invoking(AgentSession("s"), []))
     assert [m.source for m in loaded] == [MessageSource.CHAT_HISTORY] * 2
     assert [m.source for m in seen] == [MessageSource.EXTERNAL] * 2
+
+
+def test_a_resumed_whole_history_load_tags_each_message_in_its_own_dicts() -> None:
+    # Longer than what a new session object caches, so the decoded messages are tagged in
+    # place: no two may share a properties dict, a tag or a contents list, the storage time
+    # is out, and properties a message was stored with stay beside the tag.
+    store = open_store("memory://")
+    provider = HistoryProvider(store)
+    messages = [Message.user(f"m{n}", message_id=f"id{n}") for n in range(300)]
+    messages[7] = Message.user("kept", message_id="id7", additional_properties={"k": [1]})
+    asyncio.run(provider.save(AgentSession("s"), messages))
+    loaded = asyncio.run(provider.invoking(AgentSession("s"), []))
+    assert [m.message_id for m in loaded] == [f"id{n}" for n in range(300)]
+    assert all(m.source is MessageSource.CHAT_HISTORY for m in loaded)
+    assert all(set(m.additional_properties) == {"_attribution"} for m in loaded if m.text != "kept")
+    assert loaded[7].additional_properties["k"] == [1]
+    for attribute in ("additional_properties", "contents"):
+        assert len({id(getattr(m, attribute)) for m in loaded}) == 300
+    assert len({id(m.additional_properties["_attribution"]) for m in loaded}) == 300
+    loaded[0].additional_properties["_attribution"]["source_id"] = "changed"
+    assert loaded[1].source_id == provider.source_id
+    again = asyncio.run(provider.invoking(AgentSession("s"), []))
+    assert again[0].source_id == provider.source_id

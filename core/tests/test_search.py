@@ -26,6 +26,7 @@ from chatkeep.core.search_text import (
     MAX_INDEX_WORD,
     MAX_INDEX_WORDS_BYTES,
     UNINDEXED_WORD,
+    FoldedText,
     index_terms,
     index_words,
     parse_query,
@@ -206,3 +207,31 @@ def test_ascii_text_is_cut_into_the_same_words_as_any_other() -> None:
     for text in samples:
         assert words(text) == pattern.findall(text.lower()), text
     assert words("Ålesund_Øst 2x") == ["alesund", "øst", "2x"]
+
+
+def test_ascii_text_is_placed_like_any_other() -> None:
+    """A folded text's words and their places: ASCII text finds them without the regular
+    expression (and only once a match is marked), every other text with it; both must
+    give the regular expression's words and spans."""
+    import random
+    import re
+    import string
+
+    pattern = re.compile(r"[^\W_]+")
+    rng = random.Random(27)
+    samples = [string.printable, "get_weather(city='Oslo')", "aa a aaa a", "", "__", "x"]
+    samples += ["".join(rng.choice("ab_ 1.\t") for _ in range(40)) for _ in range(200)]
+    for text in samples:
+        folded = FoldedText(text)
+        expected = [(m.group(), m.start(), m.end()) for m in pattern.finditer(text.lower())]
+        assert folded.words == [word for word, _, _ in expected], text
+        assert folded.spans == expected, text
+    accented = FoldedText("Ålesund_Øst, aa")
+    assert accented.words == ["alesund", "øst", "aa"]
+    assert [accented.original_span(start, end) for _, start, end in accented.spans] == [
+        (0, 7),
+        (8, 11),
+        (13, 15),
+    ]
+    query = parse_query('aa "a aaa"')
+    assert query.match(FoldedText("aa a aaa a")) == [(0, 2), (3, 8), (5, 8)]

@@ -159,29 +159,9 @@ class AsyncPrefixed(_Log):
         self.closed += 1
 
 
-class Both(SyncOnly):
-    """Sync hooks plus async twins: sync callers get the sync ones, async callers the twins."""
-
-    async def aappend(self, session_id: str, records: list[Record]) -> None:
-        self.note("aappend")
-        self.do_append(session_id, records)
-
-    async def aread(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Record]:
-        self.note("aread")
-        return self.do_read(session_id, start, stop)
-
-    async def adelete(self, session_id: str) -> None:
-        self.note("adelete")
-        self.logs.pop(session_id, None)
-
-    async def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
-        self.note("alist_sessions")
-        for name in self.do_list(prefix):
-            yield name
-
-    async def aclose(self) -> None:
-        self.note("aclose")
-        self.closed += 1
+class Both(AsyncPrefixed, SyncOnly):
+    """Sync hooks plus async twins (``AsyncPrefixed``'s): sync callers get the sync ones,
+    async callers the twins."""
 
 
 class SyncWithAsyncGenListing(SyncOnly):

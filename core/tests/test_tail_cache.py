@@ -140,3 +140,26 @@ def test_several_own_appends_between_checks_are_trusted() -> None:
     assert cache.tail_span == 4
     assert cache.check(store, "s") == [r.id for r in store.read("s")]
     assert cache.tail_span == 1  # the newest record is the anchor now
+
+
+def test_fill_records_anchors_on_the_last_record_and_counts_its_bytes() -> None:
+    store = open_store("memory://tail-cache-fill-records")
+    store.append("s", _records("a", "bb", "ccc"))
+    records = store.read("s")
+    cache: TailCache[Record] = TailCache()
+    assert cache.fill_records(store, "s", records, records, key=2, limit=2, count=3)
+    assert (cache.anchor_id, cache.anchor_data) == (records[-1].id, b"ccc")
+    assert (cache.nbytes, cache.key, cache.limit, cache.count) == (6, 2, 2, 3)
+    assert cache.check(store, "s", 2) == records
+    assert cache.check(store, "s", None) is None  # another key: not this cache's load
+    # an empty log: no anchor, nothing counted, and trusted until something lands
+    empty: TailCache[Record] = TailCache()
+    assert empty.fill_records(store, "none", [], [])
+    assert (empty.anchor_id, empty.anchor_data, empty.nbytes) == (None, None, 0)
+    assert empty.check(store, "none") == []
+    store.append("none", _records("x"))
+    assert empty.check(store, "none") is None
+    # the bound is the records' bytes
+    small: TailCache[Record] = TailCache(5)
+    assert not small.fill_records(store, "s", records, records)
+    assert small.check(store, "s") is None

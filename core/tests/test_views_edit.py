@@ -33,11 +33,13 @@ from chatkeep.core.views import (
     aedit_replace,
     aedit_set,
     aedit_splice,
+    aedit_splice_known,
     edit_delete,
     edit_insert,
     edit_replace,
     edit_set,
     edit_splice,
+    edit_splice_known,
     read_log,
     undo,
 )
@@ -299,3 +301,87 @@ def test_async_twins() -> None:
         return texts(read_view(store, "s"))
 
     assert asyncio.run(scenario()) == ["head", "mid", "tail", "end"]
+
+
+@pytest.mark.parametrize("conditional", [True, False], ids=["conditional", "plain"])
+def test_a_known_view_is_edited_without_reading_it(
+    counting_store: MakeStore, conditional: bool
+) -> None:
+    """``edit_splice_known`` on a view the caller holds: Python's slice rules on the held
+    list, one record written after the given newest record, nothing read on a store with
+    ``conditional`` (a plain store reads back where its record landed); the result is
+    what ``read_view`` sees and the running count stays exact."""
+    if conditional:
+        store, backend = counting_store()
+    else:
+        store, backend = Store(PlainBackend(), name="plain"), None
+    rng = random.Random(2626)
+    fill(store, "s", 30)
+    model = [f"m{i}" for i in range(30)]
+    for step in range(120):
+        size = len(model)
+        newest = store.read("s", -1)[0].id
+        start = rng.choice([None, rng.randint(-size - 2, size + 2)])
+        stop = rng.choice([None, rng.randint(-size - 2, size + 2)])
+        new = [f"k{step}.{k}" for k in range(rng.randint(0, 2))]
+        if backend is not None:
+            backend.reads.clear()
+        done = edit_splice_known(
+            store,
+            "s",
+            start,
+            stop,
+            [Message.user(t) for t in new],
+            newest_record_id=newest,
+            length=size,
+        )
+        assert done is not None, step
+        if backend is not None:
+            assert backend.reads == [], f"step {step} read {backend.reads}"
+        expected = list(model)
+        expected[start:stop] = new
+        model[done.first : done.last] = new
+        assert model == expected, step
+        assert texts(read_view(store, "s")) == model, step
+        if done.first != done.last or new:
+            assert store.read("s", -1)[0].id == done.newest_record_id, step
+        if step % 30 == 0:
+            assert describe_session(store, "s").messages == len(model), step
+
+
+def test_a_known_view_that_is_stale_writes_nothing_readers_honour(
+    counting_store: MakeStore,
+) -> None:
+    store, _ = counting_store()
+    fill(store, "s", 5)
+    newest = store.read("s", -1)[0].id
+    store.append("s", encode_records([Message.user("other", message_id=new_id())]))
+    before = len(store.read("s"))
+    assert edit_splice_known(store, "s", 1, 2, newest_record_id=newest, length=5) is None
+    assert len(store.read("s")) == before, "a conditional store writes nothing"
+    # On a plain store the record lands after the other writer's and covers the wrong one.
+    backend = PlainBackend()
+    plain = Store(backend, name="plain")
+    fill(plain, "s", 5)
+    newest = plain.read("s", -1)[0].id
+    backend.intruders = encode_records([Message.user("other", message_id=new_id())])
+    assert edit_splice_known(plain, "s", 1, 2, newest_record_id=newest, length=5) is None
+    assert texts(read_view(plain, "s")) == ["m0", "m1", "m2", "m3", "m4", "other"]
+    with pytest.raises(ValueError):
+        edit_splice_known(store, "s", 0, 1, newest_record_id=None, length=3)
+
+
+def test_a_known_view_edit_has_an_async_twin() -> None:
+    store = Store(MemoryStore(), name="memory")
+    fill(store, "s", 4)
+
+    async def scenario() -> Any:
+        newest = store.read("s", -1)[0].id
+        return await aedit_splice_known(
+            store, "s", 0, 1, [Message.user("head")], newest_record_id=newest, length=4
+        )
+
+    done = asyncio.run(scenario())
+    assert done is not None and (done.first, done.last) == (0, 1)
+    assert texts(read_view(store, "s")) == ["head", "m1", "m2", "m3"]
+    assert kinds(store, "s")[-1] == "chatkeep.checkpoint"

@@ -20,7 +20,16 @@ import asyncio
 import json
 import sys
 import warnings
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar, cast
+
+T = TypeVar("T")
+
+
+def run(coroutine: Awaitable[T]) -> T:
+    """Each test drives its coroutines on a fresh event loop, as an application would."""
+    return asyncio.run(cast("Any", coroutine))
+
 
 #: What a backend's async client says when used across event loops; the tests turn these
 #: (and unraisable exceptions in finalizers) into failures.

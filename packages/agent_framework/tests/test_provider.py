@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import math
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, TypeVar, cast
+from collections.abc import Callable, Iterator
+from typing import Any, cast
 
 import agent_framework._sessions
 import pytest
@@ -27,6 +27,7 @@ from agent_framework import (
     Message,
     SessionContext,
 )
+from maf_support import run
 
 from chatkeep.agent_framework import FRAMEWORK_MESSAGE_ID, ChatkeepHistoryProvider
 from chatkeep.agent_framework import tail as tail_module
@@ -45,13 +46,6 @@ from chatkeep.core import (
     new_id,
     open_store,
 )
-
-T = TypeVar("T")
-
-
-def run(coroutine: Awaitable[T]) -> T:
-    """Each test drives its coroutines on a fresh event loop, as an application would."""
-    return asyncio.run(cast("Any", coroutine))
 
 
 @pytest.fixture

@@ -48,7 +48,9 @@ def test_search_prints_one_hit_per_line_plain_when_piped(url: str, tmp_path: Pat
         ["trip-a", "#0", "user"],
     ]
     assert lines[0].endswith("and the OSLO invoice again")  # no escape codes in a pipe
-    assert "\x1b" not in found.stdout and found.stderr == ""
+    assert "\x1b" not in found.stdout + found.stderr
+    # a loaded machine may take over a second and print progress lines, never anything else
+    assert all(line.startswith("chatkeep: searched ") for line in found.stderr.splitlines())
 
 
 def test_search_json_lines_filters_and_exit_1_when_nothing_matched(

@@ -123,3 +123,69 @@ def test_its_own_edits_keep_the_conversation_kept(store: Store, sid: str) -> Non
         counting.records = 0
         assert chat_store.get_messages(sid) == ChatkeepChatStore(store=store).get_messages(sid)
         assert counting.records <= 1
+
+
+def test_an_edit_of_the_kept_conversation_reads_only_its_end(store: Store, sid: str) -> None:
+    """Deleting or inserting in the middle of a kept conversation reads the log's last
+    record (to trust the kept copy) and writes one record after it: nothing of the
+    conversation is read again, and the result is what a fresh reader sees."""
+    counting = _Counting(store)
+    with Store(counting, name="counting") as counted:
+        chat_store = ChatkeepChatStore(store=counted)
+        chat_store.set_messages(sid, [said(i) for i in range(400)])
+        expected = chat_store.get_messages(sid)
+        for step, index in enumerate((200, 0, -1, 150)):
+            counting.records = 0
+            assert chat_store.delete_message(sid, index) == expected.pop(index)
+            chat_store.add_message(sid, said(1000 + step), idx=index)
+            expected.insert(index, said(1000 + step))
+            chat_store.add_message(sid, said(2000 + step))
+            expected.append(said(2000 + step))
+            assert chat_store.get_messages(sid) == expected
+            assert counting.records <= 6, f"an edit read {counting.records} records"
+        assert ChatkeepChatStore(store=store).get_messages(sid) == expected
+
+
+@pytest.mark.anyio
+async def test_async_edits_keep_the_conversation_kept(store: Store, sid: str) -> None:
+    counting = _Counting(store)
+    with Store(counting, name="counting") as counted:
+        chat_store = ChatkeepChatStore(store=counted)
+        await chat_store.aset_messages(sid, [said(i) for i in range(200)])
+        expected = await chat_store.aget_messages(sid)
+        counting.records = 0
+        await chat_store.async_add_message(sid, said(500), idx=100)  # kept, not dropped
+        expected.insert(100, said(500))
+        assert await chat_store.adelete_message(sid, 50) == expected.pop(50)
+        assert await chat_store.aget_messages(sid) == expected
+        assert counting.records <= 6, f"async edits read {counting.records} records"
+        assert await ChatkeepChatStore(store=store).aget_messages(sid) == expected
+
+
+def test_an_edit_racing_another_writer_is_made_again(store: Store, sid: str) -> None:
+    """Another handle appends between our check of the kept conversation (none is read
+    when nothing was appended since the last one: the conditional append is the check)
+    and our edit: the edit computed on the kept copy is refused (nothing written) and
+    made the usual way; the same for an append."""
+    ours = ChatkeepChatStore(store=store)
+    theirs = ChatkeepChatStore(store=store)
+    ours.set_messages(sid, [said(i) for i in range(6)])
+    ours.get_messages(sid)
+    real = ours._kept.proven
+
+    def then_append(key: str) -> Any:
+        known = real(key)
+        theirs.add_message(sid, said(99))  # lands after the check
+        return known
+
+    ours._kept.proven = then_append  # type: ignore[method-assign]
+    assert ours.delete_message(sid, 2) == said(2)
+    ours._kept.proven = real  # type: ignore[method-assign]
+    wanted = [said(i) for i in (0, 1, 3, 4, 5, 99)]
+    assert ours.get_messages(sid) == wanted
+    ours._kept.proven = then_append  # type: ignore[method-assign]
+    ours.add_message(sid, said(7))
+    ours._kept.proven = real  # type: ignore[method-assign]
+    wanted += [said(99), said(7)]
+    assert ours.get_messages(sid) == wanted
+    assert ChatkeepChatStore(store=store).get_messages(sid) == wanted

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import psycopg
+import pytest
 from chatkeep_postgres_support import with_query
 from psycopg import sql
 
@@ -16,6 +17,7 @@ from chatkeep.core import (
     Store,
     TextContent,
     asearch,
+    encode_records,
     new_id,
     open_store,
     search,
@@ -86,3 +88,56 @@ def test_rows_from_before_the_index_are_built(
         indexed = [hit.to_json() for hit in search(store, "fjord", limit=None)]
         assert indexed == scanned
         assert build_index(store) == 0
+
+
+def test_a_row_a_record_and_none_for_a_retry_that_stores_nothing(
+    postgres_url: str, fresh_schema: str, admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    with open_store(with_query(postgres_url, schema=fresh_schema)) as store:
+        batch = encode_records(
+            [Message("user", [TextContent(f"fjord {n}")], message_id=new_id()) for n in range(3)]
+        )
+        store.append("s", batch)
+        assert _words(admin, fresh_schema) == 3
+        store.append("s", batch)  # an exact retry: nothing stored, no words written
+        assert _words(admin, fresh_schema) == 3
+        assert [hit.session_id for hit in search(store, "fjord", limit=None)] == ["s"] * 3
+
+
+def test_words_from_before_migration_6_still_match_and_are_deleted(
+    postgres_url: str,
+    fresh_schema: str,
+    admin: psycopg.Connection[tuple[object, ...]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A schema at version 5 holds one row a record under the md5(record_id) key; after
+    migration 6 those rows still find their sessions, new appends add rows beside them, and
+    a delete drops both."""
+    from chatkeep.postgres import migrate
+
+    url = with_query(postgres_url, schema=fresh_schema)
+    old = Message("user", [TextContent("the Oslo invoice")], message_id=new_id())
+    with monkeypatch.context() as patch:
+        patch.setattr(migrate, "MIGRATIONS", migrate.MIGRATIONS[:5])
+        patch.setattr(migrate, "LATEST_VERSION", 5)
+        with open_store(url) as store:
+            plain = Store(store.backend, capabilities=store.capabilities - {"fulltext"})
+            plain.append("a", encode_records([old]))
+    table = sql.Identifier(fresh_schema, "fulltext")
+    admin.execute(
+        sql.SQL(
+            "INSERT INTO {} (namespace, session_id, record_id, words) "
+            "VALUES ('', 'a', %s, array_to_tsvector('{{the,oslo,invoice}}'::text[]))"
+        ).format(table),
+        (old.message_id,),
+    )
+    with open_store(url) as store:
+        assert store.fulltext_ready()
+        assert [hit.session_id for hit in search(store, "oslo invoice")] == ["a"]
+        _say(store, "a", "the Oslo receipt")
+        _say(store, "b", "the Oslo fjord")
+        assert _words(admin, fresh_schema) == 3
+        assert [hit.session_id for hit in search(store, "oslo", limit=None)] == ["b", "a", "a"]
+        store.delete("a")
+        assert _words(admin, fresh_schema) == 1
+        assert [hit.session_id for hit in search(store, "oslo invoice")] == []

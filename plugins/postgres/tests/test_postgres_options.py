@@ -6,6 +6,7 @@ import pytest
 
 from chatkeep.core import InvalidOption
 from chatkeep.postgres import PostgresOptions
+from chatkeep.postgres.config import parse_url
 
 
 @pytest.mark.parametrize("schema", ["pg_catalog", "pg_toast", "pg_anything", "information_schema"])
@@ -35,3 +36,12 @@ def test_invalid_namespaces_are_refused(namespace: str) -> None:
 
 def test_the_default_namespace_is_none() -> None:
     assert PostgresOptions().namespace is None
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["options=-c%20synchronous_commit%3Doff", "options=-c+synchronous_commit%3Doff"],
+)
+def test_libpq_options_with_a_space_reach_libpq_whole(query: str) -> None:
+    params, _ = parse_url(f"postgresql://u@127.0.0.1/test?{query}", {})
+    assert params["options"] == "-c synchronous_commit=off"

@@ -320,6 +320,34 @@ def test_a_namespaces_first_prefix_listing_costs_what_matches(
         other.close()
 
 
+def test_a_narrow_prefixs_recent_sessions_cost_what_matches(
+    redis_store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29: ``recent_sessions(prefix)`` in at most max(10, k / 50) round trips for k
+    matches on a fresh handle: 1,000 sessions, 20 matching, and a script budget of 100
+    members a call (2,000 of 20,000 by default), so a walk of the last-append index would
+    take 10 calls where the prefix's range of the sessions index takes one."""
+    import chatkeep.redis.base as base
+
+    writer = RedisStore(redis_store_url, namespace="recent")
+    try:
+        for number in range(1000):
+            name = f"match-{number:04d}" if number % 50 == 0 else f"rest-{number:04d}"
+            writer.append(name, batch("m"))
+        list(writer.recent_sessions(None, None, 1))  # the namespace's markers are there
+        monkeypatch.setattr(base, "RECENT_BUDGET", 100)
+        sent = _sends(monkeypatch)
+        fresh = RedisStore(redis_store_url, namespace="recent")
+        try:
+            found = [name for name, _ in fresh.recent_sessions("match-", None, 100)]
+        finally:
+            fresh.close()
+        assert found == [f"match-{n:04d}" for n in range(950, -1, -50)]
+        assert len(sent) <= 10, f"{len(sent)} round trips for 20 matches"
+    finally:
+        writer.close()
+
+
 def test_the_search_for_0_1_sessions_covers_every_namespace(redis_store_url: str) -> None:
     client = redis.Redis.from_url(redis_store_url.split("?", maxsplit=1)[0])
     first = RedisStore(redis_store_url, namespace="a")

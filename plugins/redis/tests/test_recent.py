@@ -77,9 +77,16 @@ def test_a_narrow_prefix_pages_past_the_script_budget(
     for n in range(30):
         store.append(f"other-{n:02d}", [Record("r1", b"x")])
     store.append("wanted-new", [Record("r1", b"x")])
-    assert _ids(store, "wanted-") == ["wanted-new", "wanted-old"]  # five script calls
+    # 2 of 32 match: taken from the prefix's range of the sessions index, one call.
+    assert _ids(store, "wanted-") == ["wanted-new", "wanted-old"]
     assert _ids(store)[:3] == ["wanted-new", "other-29", "other-28"]
     assert len(_ids(store)) == 32
+    # 30 of 32 match, pages of 2: the walk of {}:recent, seven members a call.
+    import chatkeep.core.store as store_module
+
+    monkeypatch.setattr(store_module, "RECENT_PAGE", 2)
+    assert _ids(store, "other-") == [f"other-{n:02d}" for n in range(29, -1, -1)]
+    assert _ids(store, "wanted-") == ["wanted-new", "wanted-old"]
     assert RECENT_BUDGET == 2000
     store.close()
 
@@ -151,6 +158,13 @@ def test_ties_are_by_id_descending_and_pages_split_them(
     assert _ids(store) == expected
     monkeypatch.setattr(store_module, "RECENT_PAGE", 2)  # pages end inside the tie
     assert _ids(store) == expected
+    # A prefix few match (from the sessions index) and one most match (the walk), in
+    # pages of 2 and whole: the same order.
+    narrow = sorted((n for n in names if n.startswith("a")), reverse=True)
+    assert _ids(store, "a") == narrow
+    monkeypatch.setattr(store_module, "RECENT_PAGE", 100)
+    assert _ids(store, "a") == narrow
+    assert _ids(store, "") == expected
     for name in [*names, "newest"]:
         store.delete(name)
     store.close()

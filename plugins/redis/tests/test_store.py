@@ -497,6 +497,42 @@ def test_a_retry_sets_the_expiry_and_a_handle_without_ttl_clears_it(
         without.close()
 
 
+def test_the_no_expiry_field_follows_the_handles_ttl(redis_store_url: str) -> None:
+    # An append without ttl takes the expiry off and writes a field saying so into the
+    # digests hash, so later appends without ttl skip the two PERSISTs; an append with a
+    # ttl sets the expiry and removes the field (then the next one without ttl persists).
+    field = b"\x00no-expiry"
+    with_ttl, without = RedisStore(redis_store_url, ttl=60), RedisStore(redis_store_url)
+    try:
+        session = sid()
+        log, digests = without.keys(session)[:2]
+        client = without.client
+        without.append(session, records("a"))
+        assert client.hget(digests, field) == b"1"
+        assert client.pttl(log) == -1 and client.pttl(digests) == -1
+        with_ttl.append(session, records("b"))
+        assert client.hget(digests, field) is None
+        assert client.pttl(log) > 50_000 and client.pttl(digests) > 50_000
+        with_ttl.append(session, records("b"))  # a retry keeps it so
+        assert client.hget(digests, field) is None and client.pttl(log) > 50_000
+        without.append(session, records("b"))  # a retry without ttl clears the expiry
+        assert client.pttl(log) == -1 and client.pttl(digests) == -1
+        without.append(session, records("c"))
+        assert client.hget(digests, field) == b"1"
+        assert client.pttl(log) == -1 and client.pttl(digests) == -1
+        assert [r.id for r in without.read(session)] == ["a", "b", "c"]
+        # A session whose keys carry an expiry and have no field (as one written before
+        # the field existed): the next append without ttl still clears it.
+        other = sid()
+        with_ttl.append(other, records("x"))
+        assert client.hget(without.keys(other)[1], field) is None
+        without.append(other, records("y"))
+        assert [client.pttl(key) for key in without.keys(other)[:2]] == [-1, -1]
+    finally:
+        with_ttl.close()
+        without.close()
+
+
 # -- concurrency -------------------------------------------------------------------------
 
 

@@ -20,6 +20,9 @@ conversion and its framework's interface:
   the converters that read their framework's object back from a decoded record.
 - :func:`stamped_records`: a batch of converted messages as records, stamped with their
   storage time and the running count, as ``HistoryProvider`` writes them.
+- :func:`aread_view_kept`: a view read through a :class:`~chatkeep.core.TailCache` of
+  messages (a tail check, else the read, kept); :func:`appended_messages`: what message
+  records an adapter just appended add to that view, decoded as a read decodes them.
 
 Nothing here imports a framework, a driver or an SDK.
 """
@@ -30,11 +33,12 @@ import asyncio
 import base64
 import hashlib
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
+from .codec import decode_message
 from .errors import EncodeError, InvalidOption
 from .history import encode_records
 from .messages import (
@@ -51,11 +55,16 @@ from .metadata import RunningCount
 from .plugins import open_store
 from .records import Record
 from .store import Store
-from .views._control import utc_stamp
+from .tail_cache import TailCache
+from .views._control import _take_stamp, utc_stamp
+from .views._ops import view_program
+from .views._program import arun
 
 __all__ = [
     "adapter_store",
     "aplain_tail",
+    "appended_messages",
+    "aread_view_kept",
     "async_session_lock",
     "id_component",
     "id_from_component",
@@ -313,3 +322,38 @@ def stamped_records(
             ) from exc
         records.append(record)
     return records
+
+
+def appended_messages(records: Sequence[Record]) -> list[Message]:
+    """The messages that ``records`` (message records this process just appended, every one
+    encoded from a message) add to the view, decoded as a read of the view decodes them:
+    the record id as the message id, the storage time and running count taken out. What
+    a :class:`~chatkeep.core.TailCache` of messages takes in with ``extend``."""
+    out = []
+    for record in records:
+        message = decode_message(record.data)
+        if message.message_id is None:
+            message.message_id = record.id
+        _take_stamp(message)
+        out.append(message)
+    return out
+
+
+async def aread_view_kept(
+    store: Store, session_id: str, cache: TailCache[Message], *, limit: int | None = None
+) -> tuple[list[Message], RunningCount | None]:
+    """The view of ``session_id`` (its newest ``limit`` messages) and the running count the
+    read proves, as :func:`~chatkeep.core.metadata.aread_view_counted` gives them, through
+    ``cache`` (one per conversation, held across turns): its messages when one read of the
+    log's last records shows nothing changed since they were kept, else the view read
+    again and kept (when within the cache's bound). The list is the cache's own: convert
+    it, never change it. The adapter's own appends follow with
+    ``cache.extend(records, appended_messages(records), count=...)``."""
+    view = await cache.acheck(store, session_id, limit)
+    if view is not None:
+        count = None if cache.count is None else RunningCount(cache.count, cache.tail_id)
+        return view, count
+    read = await arun(store, view_program(session_id, limit))
+    cache.fill_view(store, session_id, read, key=limit, limit=limit)
+    counted = None if read.count is None else RunningCount(read.count, read.newest_record_id)
+    return read.messages, counted

@@ -110,24 +110,22 @@ def _fast_loads() -> Callable[[bytes | str], Any]:
 _parser: Callable[[bytes | str], Any] | None = None
 
 
-def _typed_decoder() -> Callable[[bytes], Message | None]:
-    """msgspec decoding straight into typed structures, for the message shape chatkeep and
-    MAF write with nothing else in it: text, function call and function result contents,
-    the modeled fields only. Anything else (another content type, a field chatkeep does not
-    model, a value of another type, bad JSON) is refused (``None``) and decoded by the
-    general path, so what it accepts decodes to exactly what that path gives."""
-    try:
-        import msgspec
-    except ImportError:  # pragma: no cover - msgspec is a dependency on CPython
-        return lambda data: None
-
+def _typed_structs(msgspec: Any) -> tuple[Any, Any, Any, Any]:
+    """The msgspec structures :func:`_typed_decoder` decodes into: text, function call,
+    function result, message."""
     # The fields and their types are those _content_from_dict / _message_from_dict accept
     # without raising and without anything going to ``extra``; msgspec takes the last of
-    # duplicated keys, as json.loads does, and refuses a duplicated tag.
+    # duplicated keys, as json.loads does, and refuses a duplicated tag. The message's
+    # ``type`` and non-empty ``role`` are checked by msgspec too, in C.
     # (defstruct, not class statements: this module's annotations are strings, which
     # msgspec could not resolve for classes local to this function.)
+    # gc=False: these structures live only until their fields are moved into the typed
+    # messages, so the collector never needs to track them (nor count them towards its
+    # next pass while a long history is decoded).
+    from typing import Annotated, Literal
+
     properties = ("additional_properties", dict[str, Any] | None, None)
-    struct = functools.partial(msgspec.defstruct, forbid_unknown_fields=True)
+    struct = functools.partial(msgspec.defstruct, forbid_unknown_fields=True, gc=False)
     tagged = functools.partial(struct, tag_field="type")
     _Text = tagged("_Text", [("text", str), properties], tag="text")
     _Call = tagged(
@@ -143,8 +141,8 @@ def _typed_decoder() -> Callable[[bytes], Message | None]:
     _Message = struct(
         "_Message",
         [
-            ("type", str),
-            ("role", str),
+            ("type", Literal[_MESSAGE_TYPES]),
+            ("role", Annotated[str, msgspec.Meta(min_length=1)]),
             ("contents", list[_Text | _Call | _Result], []),  # type: ignore[valid-type]
             ("author_name", str | None, None),
             ("message_id", str | None, None),
@@ -152,6 +150,21 @@ def _typed_decoder() -> Callable[[bytes], Message | None]:
         ],
     )
 
+    return _Text, _Call, _Result, _Message
+
+
+def _typed_decoder() -> Callable[[bytes], Message | None]:
+    """msgspec decoding straight into typed structures, for the message shape chatkeep and
+    MAF write with nothing else in it: text, function call and function result contents,
+    the modeled fields only. Anything else (another content type, a field chatkeep does not
+    model, a value of another type, bad JSON) is refused (``None``) and decoded by the
+    general path, so what it accepts decodes to exactly what that path gives."""
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - msgspec is a dependency on CPython
+        return lambda data: None
+
+    _Text, _Call, _Result, _Message = _typed_structs(msgspec)
     decode = msgspec.json.Decoder(_Message).decode
     new = object.__new__
     marker = _MARKER_BYTES
@@ -163,10 +176,10 @@ def _typed_decoder() -> Callable[[bytes], Message | None]:
             raw: Any = decode(data)
         except Exception:  # refused: the general path decides (and raises what it raises)
             return None
-        if raw.type not in _MESSAGE_TYPES or not raw.role:
-            return None
-        contents: list[Content] = []
-        for item in raw.contents:
+        # The decoded list is this message's own: it becomes ``contents``, each item
+        # replaced by its typed content (one list per message, not two).
+        contents: list[Any] = raw.contents
+        for index, item in enumerate(contents):
             kind = type(item)
             content: Content
             if kind is _Text:
@@ -187,7 +200,7 @@ def _typed_decoder() -> Callable[[bytes], Message | None]:
                 content.exception = item.exception
             content.additional_properties = item.additional_properties or {}
             content.extra = {}
-            contents.append(content)
+            contents[index] = content
         # Every field was checked by msgspec: skip Message.__post_init__, as below.
         message: Message = new(Message)
         message.role = raw.role

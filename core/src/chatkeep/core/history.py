@@ -223,16 +223,23 @@ def _with_id(message: Message, message_id: str) -> Message:
 def _tag_in_place(messages: list[Message], source_id: str) -> tuple[list[Message], set[str]]:
     """Tag ``messages`` as loaded history, in place, and collect their ids, in one pass:
     only for messages no one else holds (what :meth:`HistoryProvider.invoking` just
-    decoded and does not cache). Each gets a new properties dict, as :meth:`Message.tagged`
-    gives its copy."""
+    decoded and does not cache). A decoded message's properties dict is its own (the
+    decoder makes one per message, and the view builder never hands one message out
+    twice), so the tag goes into it: no copy per message. An empty one (the usual case) is
+    replaced by a new dict holding just the tag, made in one step: about a third of the
+    cost of growing the empty dict by a key."""
     ids: set[str] = set()
     add = ids.add
     for message in messages:
-        properties = dict(message.additional_properties)
-        properties[ATTRIBUTION_KEY] = {"source_id": source_id, "source_type": _HISTORY}
-        message.additional_properties = properties
-        if message.message_id is not None:
-            add(message.message_id)
+        properties = message.additional_properties
+        if properties:
+            properties[ATTRIBUTION_KEY] = {"source_id": source_id, "source_type": _HISTORY}
+        else:
+            message.additional_properties = {
+                ATTRIBUTION_KEY: {"source_id": source_id, "source_type": _HISTORY}
+            }
+        add(message.message_id)  # type: ignore[arg-type]
+    ids.discard(None)  # type: ignore[arg-type, unused-ignore]
     return messages, ids
 
 
@@ -246,8 +253,11 @@ def _tagged_copies(messages: Sequence[Message], source_id: str) -> list[Message]
         if type(message) is not Message:
             out.append(message.tagged(MessageSource.CHAT_HISTORY, source_id))
             continue
-        properties = dict(message.additional_properties)
-        properties[ATTRIBUTION_KEY] = dict(attribution)
+        if message.additional_properties:
+            properties = dict(message.additional_properties)
+            properties[ATTRIBUTION_KEY] = dict(attribution)
+        else:  # the usual case: one new dict, made in one step
+            properties = {ATTRIBUTION_KEY: dict(attribution)}
         copy: Message = new(Message)
         copy.role = message.role
         copy.contents = list(message.contents)
@@ -454,17 +464,8 @@ class HistoryProvider:
             # The cache keeps the decoded messages; what is handed out are tagged copies.
             tagged = _tagged_copies(shown, self.source_id)
             ids = {m.message_id for m in shown if m.message_id is not None}
-            cache.fill(
-                store,
-                session_id,
-                messages,
-                tail_id=read.newest_record_id,
-                tail_data=read.newest_record_data,
-                nbytes=read.bytes_fed,
-                key=limit,
-                limit=limit,
-                count=read.count,
-                ids=ids if limit is None else None,
+            cache.fill_view(
+                store, session_id, read, key=limit, limit=limit, ids=ids if limit is None else None
             )
             return tagged, ids, read.newest_record_id
         # The messages were decoded for this call and nothing else holds them: tag them.

@@ -102,7 +102,11 @@ def fold(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """The folded words of ``text``, in order."""
-    folded = fold(text)
+    return _cut(fold(text))
+
+
+def _cut(folded: str) -> list[str]:
+    """The words of an already folded text, in order."""
     if folded.isascii():  # the common case, at a third of the regular expression's cost
         return folded.translate(_ASCII_SEPARATORS).split()
     return _WORD.findall(folded)
@@ -112,7 +116,7 @@ class FoldedText:
     """A text folded for matching, with each folded character's origin in the original,
     so a match found in the folded words can be marked in the text a user reads."""
 
-    __slots__ = ("_origins", "folded", "original", "spans")
+    __slots__ = ("_origins", "_spans", "folded", "original", "words")
 
     def __init__(self, original: str) -> None:
         self.original = original
@@ -128,10 +132,30 @@ class FoldedText:
                 origins.extend([index] * len(folded))
             self.folded = "".join(pieces)
             self._origins = origins
-        #: The words as ``(word, start, end)``, start and end in :attr:`folded`.
-        self.spans: list[tuple[str, int, int]] = [
-            (m.group(), m.start(), m.end()) for m in _WORD.finditer(self.folded)
-        ]
+        #: The folded words, in order (what a query is matched against).
+        self.words: list[str] = _cut(self.folded)
+        self._spans: list[tuple[str, int, int]] | None = None
+
+    @property
+    def spans(self) -> list[tuple[str, int, int]]:
+        """The words as ``(word, start, end)``, start and end in :attr:`folded`: found
+        only when a match is marked (most texts tested never are)."""
+        if self._spans is None:
+            folded = self.folded
+            if folded.isascii():
+                # The words are the runs between separators: each one's start is the
+                # first place it occurs after the previous word's end.
+                spaced = folded.translate(_ASCII_SEPARATORS)
+                spans: list[tuple[str, int, int]] = []
+                end = 0
+                for word in self.words:
+                    start = spaced.find(word, end)
+                    end = start + len(word)
+                    spans.append((word, start, end))
+                self._spans = spans
+            else:
+                self._spans = [(m.group(), m.start(), m.end()) for m in _WORD.finditer(folded)]
+        return self._spans
 
     def original_span(self, start: int, end: int) -> tuple[int, int]:
         """The span of :attr:`original` that folded ``[start:end]`` came from."""
@@ -162,7 +186,7 @@ class Query:
     def match(self, text: FoldedText) -> list[tuple[int, int]] | None:
         """The folded spans of ``text`` that match (for marking), or ``None`` when ``text``
         does not match the query."""
-        tokens = [word for word, _, _ in text.spans]
+        tokens = text.words
         marks: list[tuple[int, int]] = []
         for word in self.excluded_words:
             if any(token.startswith(word) for token in tokens):
@@ -174,14 +198,14 @@ class Query:
             found = [i for i, token in enumerate(tokens) if token.startswith(word)]
             if not found:
                 return None
-            marks.extend((text.spans[i][1], text.spans[i][2]) for i in found)
+            marks.extend((i, i) for i in found)
         for phrase in self.phrases:
             starts = _phrase_at(tokens, phrase)
             if not starts:
                 return None
-            for i in starts:
-                marks.append((text.spans[i][1], text.spans[i + len(phrase) - 1][2]))
-        return sorted(set(marks))
+            marks.extend((i, i + len(phrase) - 1) for i in starts)
+        spans = text.spans  # only now: the text matched
+        return sorted({(spans[first][1], spans[last][2]) for first, last in marks})
 
 
 def _phrase_at(tokens: Sequence[str], phrase: Sequence[str]) -> list[int]:
@@ -281,7 +305,7 @@ def index_words(messages: Iterable[Message], *, fork: bool = False) -> str:
     for message in messages:
         seen.update(dict.fromkeys(words(message_text(message))))
     joined = " ".join(seen)
-    if len(joined) > MAX_INDEX_WORD and any(len(word) > MAX_INDEX_WORD for word in seen):
+    if len(joined) > MAX_INDEX_WORD and max(map(len, seen)) > MAX_INDEX_WORD:
         # Rare: cut only when a word is that long (the per-word slice costs an append).
         joined = " ".join(dict.fromkeys(word[:MAX_INDEX_WORD] for word in seen))
     if len(joined) * 4 > MAX_INDEX_WORDS_BYTES and len(joined.encode()) > MAX_INDEX_WORDS_BYTES:

@@ -33,6 +33,7 @@ adapter holds one per conversation object::
     if items is None:
         read = await aread_view_with_tail(...)       # however the adapter reads and decodes
         cache.fill(store, session_id, items, tail_id=..., nbytes=...)
+        # (or cache.fill_records(store, session_id, records, items) from the records read)
     ...
     await store.aappend(session_id, records)         # the turn's own records
     cache.extend(records, decoded)                   # the cache follows its own append
@@ -41,10 +42,14 @@ adapter holds one per conversation object::
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from .records import Record
 from .store import Store
+
+if TYPE_CHECKING:
+    from .messages import Message
+    from .views._ops import ViewRead
 
 __all__ = ["DEFAULT_CACHE_BYTES", "TailCache"]
 
@@ -243,6 +248,61 @@ class TailCache(Generic[T]):
         self.anchor_id, self.anchor_data = tail_id, tail_data
         self._ids = ids
         return True
+
+    def fill_records(
+        self,
+        store: Store,
+        session_id: str,
+        records: Sequence[Record],
+        items: list[T],
+        *,
+        key: Hashable = None,
+        limit: int | None = None,
+        count: int | None = None,
+    ) -> bool:
+        """:meth:`fill` from the records just read: ``records`` are the log's newest
+        records (oldest first, ending with its newest record; empty: the log was empty)
+        and ``items`` what they decode to (the records themselves in a ``TailCache[Record]``).
+        The anchor is the last record (its id and data), the bound the records' bytes.
+        Returns whether the view is kept."""
+        tail = records[-1] if records else None
+        return self.fill(
+            store,
+            session_id,
+            items,
+            tail_id=None if tail is None else tail.id,
+            tail_data=None if tail is None else tail.data,
+            nbytes=sum(len(record.data) for record in records),
+            key=key,
+            limit=limit,
+            count=count,
+        )
+
+    def fill_view(
+        self: TailCache[Message],
+        store: Store,
+        session_id: str,
+        read: ViewRead,
+        *,
+        key: Hashable = None,
+        limit: int | None = None,
+        ids: set[str] | None = None,
+    ) -> bool:
+        """:meth:`fill` with a view just read (the core's view read: its messages, the
+        log's newest record, the bytes decoded and the count it proved). Returns whether
+        the view is kept."""
+        return self.fill(
+            store,
+            session_id,
+            read.messages,
+            tail_id=read.newest_record_id,
+            tail_data=read.newest_record_data,
+            nbytes=read.bytes_fed,
+            key=key,
+            limit=limit,
+            count=read.count,
+            ids=ids,
+        )
 
     def extend(
         self, records: Sequence[Record], items: Sequence[T], *, count: int | None = None

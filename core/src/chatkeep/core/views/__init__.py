@@ -38,8 +38,10 @@ from ._builder import build_view
 from ._control import Control as Control
 from ._control import parse_entry as parse_entry
 from ._edit import (
+    Spliced,
     delete_program,
     insert_program,
+    known_splice_program,
     replace_program,
     set_program,
     splice_program,
@@ -76,6 +78,7 @@ __all__ = [
     "MESSAGE",
     "Checkpoint",
     "LogEntry",
+    "Spliced",
     "acompact",
     "adelete_session",
     "aedit_delete",
@@ -83,6 +86,7 @@ __all__ = [
     "aedit_replace",
     "aedit_set",
     "aedit_splice",
+    "aedit_splice_known",
     "afork",
     "alist_conversations",
     "alist_forks",
@@ -98,6 +102,7 @@ __all__ = [
     "edit_replace",
     "edit_set",
     "edit_splice",
+    "edit_splice_known",
     "fork",
     "is_internal_session",
     "list_conversations",
@@ -292,6 +297,65 @@ async def aedit_splice(
 ) -> list[Message]:
     """Async :func:`edit_splice`."""
     program = splice_program(session_id, start, stop, messages, conditional=_conditional(store))
+    return await arun(store, program)
+
+
+def edit_splice_known(
+    store: Store,
+    session_id: str,
+    start: int | None,
+    stop: int | None,
+    messages: Sequence[Message] = (),
+    *,
+    newest_record_id: str | None,
+    length: int,
+) -> Spliced | None:
+    """:func:`edit_splice` on a view the caller holds and has just checked is current: it
+    has ``length`` messages and the log's newest record is ``newest_record_id`` (``None``:
+    the log is empty), as a read of the log's end shows. Nothing is read back: one
+    record is written after ``newest_record_id`` (with ``AppendIf`` on a store with
+    ``conditional``). Returns a :class:`Spliced`: the edited slice's bounds ``first,
+    last`` in the held view (the caller applies ``view[first:last] = messages`` to its
+    copy) and the log's newest record now (the edit's), or ``None`` when the log has
+    moved on since: nothing readers honour was written, call :func:`edit_splice` (or
+    another edit) instead.
+
+    A holder that is wrong about the view (a length or record id not read from the log)
+    writes a wrong edit: this is for adapters that keep a decoded view and trust it only
+    after a tail read. On a store without ``conditional`` an append at the end is not
+    checked against other writers: read the log's end again before trusting the copy."""
+    program = known_splice_program(
+        session_id,
+        start,
+        stop,
+        messages,
+        newest_record_id=newest_record_id,
+        length=length,
+        conditional=_conditional(store),
+    )
+    return run(store, program)
+
+
+async def aedit_splice_known(
+    store: Store,
+    session_id: str,
+    start: int | None,
+    stop: int | None,
+    messages: Sequence[Message] = (),
+    *,
+    newest_record_id: str | None,
+    length: int,
+) -> Spliced | None:
+    """Async :func:`edit_splice_known`."""
+    program = known_splice_program(
+        session_id,
+        start,
+        stop,
+        messages,
+        newest_record_id=newest_record_id,
+        length=length,
+        conditional=_conditional(store),
+    )
     return await arun(store, program)
 
 

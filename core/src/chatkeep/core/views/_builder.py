@@ -17,7 +17,7 @@ they did when they were written. A checkpoint met while a stage is open becomes 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..codec import plain_decoder
@@ -211,61 +211,86 @@ class ViewBuilder:
         no retracted span), is decoded in one step and pushed here; every other record goes
         through :meth:`feed`."""
         decode = plain_decoder()
-        head = MESSAGE_HEAD
-        out = self._out
-        trail = self._trail
-        stored = self.stored_ids
-        uncompacted = self.uncompacted_ids
         index = len(records) - 1
         while index >= 0:
-            record = records[index]
-            data = record.data
             if (
                 self._pending is None
                 and self._skip_to is None
                 and self.newest_record_id is not None
                 and not self._count_only
                 and not self._stages
-                and type(data) is bytes
-                and data.startswith(head)
                 and not self.done
             ):
-                message = decode(data)
-                if message is not None:
-                    record_id = record.id
-                    self.records_fed += 1
-                    self.bytes_fed += len(data)
-                    if len(trail) < self._trail_wanted:
-                        trail.append((session_id, record_id, base + index))
-                    if message.message_id is None:
-                        message.message_id = record_id or None
-                    elif message.message_id != record_id:
-                        raise CorruptRecord(
-                            session_id,
-                            base + index,
-                            f"message id {message.message_id!r} does not match its record",
-                            record_id,
-                        )
-                    properties = message.additional_properties
-                    if properties and (STORED_AT_KEY in properties or COUNT_KEY in properties):
-                        # The decoder's own dict, held by nobody else: edit it in place.
-                        properties.pop(STORED_AT_KEY, None)
-                        properties.pop(COUNT_KEY, None)
-                    if stored is not None:
-                        stored.add(record_id)
-                        if not self._checkpoint_fed and uncompacted is not None:
-                            uncompacted.add(record_id)
-                    if len(out) + 1 < self._frames[-1].floor:
-                        out.append(message)
-                    elif not self._push(message):
-                        self._close()
-                        return
-                    index -= 1
-                    continue
-            self.feed(record.id, data, session_id, base + index)
+                index = self._feed_plain(records, index, session_id, base, decode)
+                if index < 0 or self.done:
+                    return
+            record = records[index]
+            self.feed(record.id, record.data, session_id, base + index)
             if self.done:
                 return
             index -= 1
+
+    def _feed_plain(
+        self,
+        records: Sequence[Record],
+        index: int,
+        session_id: str,
+        base: int,
+        decode: Callable[[bytes], Message | None],
+    ) -> int:
+        """:meth:`feed_many`'s one tight loop: take the run of message records in the
+        codec's usual shape from ``records[index]`` backward, while nothing special is under
+        way (only :meth:`feed` changes that, so what this reads of the builder stays as it
+        is). Returns the index of the first record it did not take (-1: all taken)."""
+        head = MESSAGE_HEAD
+        out = self._out
+        append = out.append
+        trail = self._trail
+        trail_wanted = self._trail_wanted
+        floor = self._frames[-1].floor - 1  # room before _push must decide
+        stored = self.stored_ids
+        uncompacted = self.uncompacted_ids if not self._checkpoint_fed else None
+        fed = nbytes = 0
+        try:
+            while index >= 0:
+                record_id, data = records[index]
+                if type(data) is not bytes or not data.startswith(head):
+                    break
+                message = decode(data)
+                if message is None:
+                    break
+                fed += 1
+                nbytes += len(data)
+                if len(trail) < trail_wanted:
+                    trail.append((session_id, record_id, base + index))
+                if message.message_id is None:
+                    message.message_id = record_id or None
+                elif message.message_id != record_id:
+                    raise CorruptRecord(
+                        session_id,
+                        base + index,
+                        f"message id {message.message_id!r} does not match its record",
+                        record_id,
+                    )
+                properties = message.additional_properties
+                if properties and (STORED_AT_KEY in properties or COUNT_KEY in properties):
+                    # The decoder's own dict, held by nobody else: edit it in place.
+                    properties.pop(STORED_AT_KEY, None)
+                    properties.pop(COUNT_KEY, None)
+                if stored is not None:
+                    stored.add(record_id)
+                    if uncompacted is not None:
+                        uncompacted.add(record_id)
+                index -= 1
+                if len(out) < floor:
+                    append(message)
+                elif not self._push(message):
+                    self._close()
+                    break
+        finally:
+            self.records_fed += fed
+            self.bytes_fed += nbytes
+        return index
 
     def verified_count(self) -> int | None:
         """The view's message count from the newest record's running count, when the

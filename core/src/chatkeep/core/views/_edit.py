@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..codec import encode_message_adding
 from ..errors import AppendConflict, EditOutOfRange, RecordConflict, ViewError
@@ -44,7 +44,15 @@ from ._ops import ViewRead, view_program
 from ._program import Append, AppendIf, Program, Read
 from ._walk import find_record
 
-__all__ = ["delete_program", "insert_program", "replace_program", "set_program", "splice_program"]
+__all__ = [
+    "Spliced",
+    "delete_program",
+    "insert_program",
+    "known_splice_program",
+    "replace_program",
+    "set_program",
+    "splice_program",
+]
 
 #: How often an edit re-reads and recomputes after another writer got in between.
 RETRIES = 32
@@ -276,6 +284,61 @@ def splice_program(
 
     target = yield from _edit_loop(session_id, compute, conditional)
     return [] if target is None else target.removed
+
+
+class Spliced(NamedTuple):
+    """What :func:`known_splice_program` wrote: ``view[first:last]`` was replaced, and the
+    log's newest record is now ``newest_record_id`` (the edit's), ``nbytes`` bytes added."""
+
+    first: int
+    last: int
+    newest_record_id: str | None
+    nbytes: int
+
+
+def known_splice_program(
+    session_id: str,
+    start: int | None,
+    stop: int | None,
+    messages: Sequence[Message],
+    *,
+    newest_record_id: str | None,
+    length: int,
+    conditional: bool,
+) -> Program[Spliced | None]:
+    """``view[start:stop] = messages`` on a view the caller already holds: the view has
+    ``length`` messages and was read when the log's newest record was
+    ``newest_record_id`` (``None``: an empty log), which the caller has just checked (a
+    tail read), so nothing of the view is read again. One attempt: the record is written
+    with ``AppendIf`` after ``newest_record_id`` (elsewhere appended and checked as
+    :func:`splice_program` does). Returns the slice's bounds in the view (apply the same
+    edit to the held copy) and the log's new newest record, or ``None`` when the log no longer ends
+    at ``newest_record_id``: nothing readers honour was written; edit the usual way.
+
+    The record is a splice or, reaching the view's start, a checkpoint, or an append for
+    messages added at the end (never a retract: which stored ids a retract may target is
+    not known without reading)."""
+    session_id = check_session_id(session_id)
+    _check_index(start, "start")
+    _check_index(stop, "stop")
+    if type(length) is not int or length < 0:
+        raise ValueError("length must be a non-negative int")
+    if newest_record_id is None and length:
+        raise ValueError("a view with messages has a newest record")
+    given = any(message.message_id for message in messages)
+    new = _check_messages(messages)
+    first = _bound(start, length, 0)
+    last = max(_bound(stop, length, length), first)
+    if first == last and not new:
+        return Spliced(first, last, newest_record_id, 0)
+    read = ViewRead([], False, newest_record_id, count=length)
+    target = _Target(read, [], length, length - first, length - last)
+    # A given id may already be taken in the log: say the messages inside a control record.
+    records = _edit_record(target, new, False, inline=given)
+    why = yield from _write(session_id, records, newest_record_id, conditional)
+    if why is not None:
+        return None
+    return Spliced(first, last, records[-1].id, sum(len(record.data) for record in records))
 
 
 def _at(session_id: str, index: int, new: list[Message], conditional: bool) -> Program[Message]:

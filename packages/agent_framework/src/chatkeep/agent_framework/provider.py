@@ -3,6 +3,8 @@ chatkeep store."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from types import TracebackType
@@ -12,19 +14,21 @@ from agent_framework import HistoryProvider
 from agent_framework import Message as MafMessage
 
 from chatkeep.core import (
+    DEFAULT_CACHE_BYTES,
     InvalidOption,
     Message,
     Store,
+    TailCache,
     adelete_session,
     encode_records,
     new_id,
 )
-from chatkeep.core.adapters import adapter_store
-from chatkeep.core.metadata import aread_view_counted, utc_stamp
+from chatkeep.core.adapters import adapter_store, appended_messages, aread_view_kept
+from chatkeep.core.metadata import RunningCount, aread_view_counted, utc_stamp
 from chatkeep.core.reducers import drop_orphan_results
 
 from .convert import FRAMEWORK_MESSAGE_ID, from_maf, to_maf
-from .tail import KEPT, KnownTail, TailMemory
+from .tail import KEPT, SESSIONS, KnownTail, TailMemory
 
 __all__ = ["ChatkeepHistoryProvider"]
 
@@ -54,6 +58,14 @@ class ChatkeepHistoryProvider(HistoryProvider):
     ``max_messages`` never deletes anything (unlike ``RedisHistoryProvider``'s, which trims
     the stored list). ``save_messages`` drops what MAF's own providers drop as already
     stored (a replayed transcript) and appends the rest in one call. The flags are MAF's.
+
+    The provider keeps each session's decoded view between turns (a
+    :class:`~chatkeep.core.TailCache` per session, for the last 512 sessions, each bounded by
+    ``cache_bytes`` of stored records, default 8 MiB; ``0`` keeps none): the next
+    ``get_messages`` reads only the log's last records and, when they are what this
+    provider left there, skips reading and decoding the history again. Anything another
+    writer did in between (an append, undo, fork, compaction, a delete and re-create) shows
+    in those records and the view is read again.
     """
 
     DEFAULT_SOURCE_ID: ClassVar[str] = "chatkeep"
@@ -72,6 +84,7 @@ class ChatkeepHistoryProvider(HistoryProvider):
         store_context_from: set[str] | None = None,
         store_outputs: bool = True,
         max_messages: int | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         if not isinstance(source_id, str) or not source_id:
             raise InvalidOption("source_id must be a non-empty str")
@@ -87,8 +100,13 @@ class ChatkeepHistoryProvider(HistoryProvider):
             store_context_from=store_context_from,
             store_outputs=store_outputs,
         )
+        if type(cache_bytes) is not int or cache_bytes < 0:
+            raise InvalidOption(f"cache_bytes must be a non-negative int, not {cache_bytes!r}")
         self.max_messages = max_messages
+        self.cache_bytes = cache_bytes
         self._tails = TailMemory()
+        self._views: OrderedDict[str, TailCache[Message]] = OrderedDict()
+        self._views_lock = threading.Lock()
         self.store: Store
         self.store, self._owns_store = adapter_store(url, store, owner="ChatkeepHistoryProvider")
 
@@ -106,7 +124,7 @@ class ChatkeepHistoryProvider(HistoryProvider):
         """The session's view as MAF messages, oldest first (the last ``max_messages``)."""
         session = self._session(session_id)
         limit = self.max_messages
-        view, count = await aread_view_counted(self.store, session, limit=limit)
+        view, count = await self._read_view(session, limit)
         shown = view if limit is None else drop_orphan_results(view)
         loaded = [to_maf(message) for message in shown]
         # Remember the session's end for the save after the model call (see tail.py).
@@ -150,17 +168,54 @@ class ChatkeepHistoryProvider(HistoryProvider):
             converted = tail.count.mark(converted)
         # When they were stored, for chatkeep.core.metadata.
         records = encode_records(converted, stored_at=utc_stamp())
+        cache = self._view_cache(session)
+        follows = cache is not None and cache.holds(self.store, session, self.max_messages)
         try:
             await self.store.aappend(session, records)
         except BaseException:
             self._tails.forget(session)
+            if cache is not None:
+                cache.clear()
             raise
+        if cache is not None and follows:
+            # The view's cache follows this append; the next load's tail check proves that
+            # nothing landed before it.
+            after = None if tail.count is None else tail.count.extended(records).n
+            cache.extend(records, appended_messages(records), count=after)
+        elif cache is not None:
+            cache.clear()
         saved = [
             (message, record.id if message.message_id is None else None)
             for message, record in zip(incoming, records, strict=True)
         ]
         count = None if tail.count is None else tail.count.extended(records)
         self._tails.put(session, replace(tail.extended(saved), count=count), version=version)
+
+    # -- the kept views ---------------------------------------------------------------------
+
+    def _view_cache(self, session: str, *, create: bool = False) -> TailCache[Message] | None:
+        """The session's view cache (made with ``create``; the least recently used of more
+        than :data:`~chatkeep.agent_framework.tail.SESSIONS` go)."""
+        with self._views_lock:
+            cache = self._views.get(session)
+            if cache is not None:
+                self._views.move_to_end(session)
+            elif create and self.cache_bytes:
+                cache = self._views[session] = TailCache(self.cache_bytes)
+                while len(self._views) > SESSIONS:
+                    self._views.popitem(last=False)
+            return cache
+
+    async def _read_view(
+        self, session: str, limit: int | None
+    ) -> tuple[list[Message], RunningCount | None]:
+        """The session's view (its newest ``limit`` messages) and the running count the read
+        proves: from the kept view when a tail read shows the log as this provider left it,
+        else read (and kept). The list is the cache's own: convert, never change it."""
+        cache = self._view_cache(session, create=True)
+        if cache is None:
+            return await aread_view_counted(self.store, session, limit=limit)
+        return await aread_view_kept(self.store, session, cache, limit=limit)
 
     # -- beyond MAF's interface -----------------------------------------------------------
 
@@ -169,6 +224,8 @@ class ChatkeepHistoryProvider(HistoryProvider):
         Needs a store with the ``delete`` capability."""
         session = self._session(session_id)
         self._tails.forget(session)
+        with self._views_lock:
+            self._views.pop(session, None)
         await adelete_session(self.store, session)
 
     async def list_sessions(self, prefix: str | None = None) -> list[str]:

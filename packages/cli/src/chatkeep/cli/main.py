@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
@@ -38,6 +38,18 @@ URL_HELP = f"Store URL (default: {DEFAULT_HELP})."
 def url_option(function: Any) -> Any:
     """The ``--url`` option every store command takes."""
     return click.option("--url", metavar="URL", help=URL_HELP)(function)
+
+
+def newest_limit_option(what: str) -> Callable[[Any], Any]:
+    """The ``-n/--limit`` option of a command that prints its ``what`` newest first."""
+    return click.option(
+        "-n",
+        "--limit",
+        type=click.IntRange(min=0),
+        default=20,
+        show_default=True,
+        help=f"At most N {what}, newest first (0: all).",
+    )
 
 
 def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -223,14 +235,7 @@ def _positive(_ctx: click.Context, _param: click.Parameter, value: int | None) -
 
 @sessions.command("list")
 @url_option
-@click.option(
-    "-n",
-    "--limit",
-    type=click.IntRange(min=0),
-    default=20,
-    show_default=True,
-    help="At most N sessions, newest first (0: all).",
-)
+@newest_limit_option("sessions")
 @click.option("--prefix", metavar="PREFIX", help="Only ids starting with PREFIX.")
 @click.option(
     "--json", "as_json", is_flag=True, help="One JSON object per line (JSON Lines), newest first."
@@ -464,14 +469,7 @@ accents ignored. Exit: 0 hits printed, 1 nothing matched, 2 usage error.""",
 )
 @click.argument("query", nargs=-1, required=True)
 @url_option
-@click.option(
-    "-n",
-    "--limit",
-    type=click.IntRange(min=0),
-    default=20,
-    show_default=True,
-    help="At most N hits, newest first (0: all).",
-)
+@newest_limit_option("hits")
 @click.option(
     "--since", metavar="WHEN", callback=_since, help="Only messages since 7d, 12h, a date..."
 )

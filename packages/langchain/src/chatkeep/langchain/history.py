@@ -120,16 +120,8 @@ class ChatkeepChatMessageHistory(BaseChatMessageHistory):
                 whole = limit is None or len(records) < limit
                 self._count = tail_running_count(records, whole=whole)
                 if not cached:
-                    tail = records[-1] if records else None
-                    self._cache.fill(
-                        self._store,
-                        self.session_id,
-                        records,
-                        tail_id=None if tail is None else tail.id,
-                        tail_data=None if tail is None else tail.data,
-                        nbytes=sum(len(record.data) for record in records),
-                        key=limit,
-                        limit=limit,
+                    self._cache.fill_records(
+                        self._store, self.session_id, records, records, key=limit, limit=limit
                     )
                 return out
         self._cache.clear()

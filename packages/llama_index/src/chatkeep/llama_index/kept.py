@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from llama_index.core.llms import ChatMessage
 
 from chatkeep.core import Record
+from chatkeep.core.views import Spliced
 
 __all__ = ["DEFAULT_KEYS", "DEFAULT_MAX_BYTES", "KeptViews", "fresh"]
 
@@ -75,20 +76,72 @@ class KeptViews:
         :meth:`span` records) is the log they were kept at; else ``None`` (and ``key`` is
         forgotten: read the conversation and :meth:`keep` it)."""
         with self._lock:
-            kept = self._items.get(key)
+            kept = self._checked(key, tail)
             if kept is None:
                 return None
-            expected = [kept.anchor, *kept.appended] if kept.anchor is not None else kept.appended
-            if [record.id for record in tail] != expected or (
-                kept.anchor is None and len(tail) != len(kept.appended)
-            ):
-                del self._items[key]
-                return None
-            self._items.move_to_end(key)
-            if kept.appended:  # fold the appended ones in: the next check reads one record
-                kept.anchor, kept.appended = kept.appended[-1], []
             messages = kept.messages
         return [fresh(message) for message in messages]
+
+    def current(
+        self, key: str, tail: Sequence[Record]
+    ) -> tuple[str | None, list[ChatMessage]] | None:
+        """When ``tail`` (the log's last :meth:`span` records) is the log the kept
+        messages of ``key`` were kept at: the log's newest record id and the kept messages
+        (a new list of the kept objects: read them, do not change them), for an edit
+        computed on them (:func:`chatkeep.core.views.edit_splice_known`); else ``None``
+        (``key`` forgotten)."""
+        with self._lock:
+            kept = self._checked(key, tail)
+            return None if kept is None else (kept.anchor, list(kept.messages))
+
+    def _checked(self, key: str, tail: Sequence[Record]) -> _Kept | None:
+        """What is kept of ``key`` when ``tail`` shows the log as it was kept (the appended
+        ids folded in: the next check reads one record); else forget it. Holds the lock."""
+        kept = self._items.get(key)
+        if kept is None:
+            return None
+        expected = [kept.anchor, *kept.appended] if kept.anchor is not None else kept.appended
+        if [record.id for record in tail] != expected or (
+            kept.anchor is None and len(tail) != len(kept.appended)
+        ):
+            del self._items[key]
+            return None
+        self._items.move_to_end(key)
+        if kept.appended:
+            kept.anchor, kept.appended = kept.appended[-1], []
+        return kept
+
+    def proven(self, key: str) -> tuple[str | None, list[ChatMessage]] | None:
+        """Like :meth:`current` without a read, when nothing was appended to ``key`` since
+        its last check (the kept messages are the log up to the anchor): a write with
+        ``AppendIf`` after the anchor is the check (it lands only if the log still ends
+        there, and record ids are unique); else ``None``."""
+        with self._lock:
+            kept = self._items.get(key)
+            if kept is None or kept.appended:
+                return None
+            self._items.move_to_end(key)
+            return kept.anchor, list(kept.messages)
+
+    def spliced(
+        self, key: str, covers: str | None, done: Spliced, messages: list[ChatMessage]
+    ) -> None:
+        """This object wrote ``kept[done.first:done.last] = messages`` as one conditional
+        record after ``covers``, making ``done.newest_record_id`` the log's last record:
+        apply it to what is kept when that is still the log at ``covers``; otherwise
+        forget ``key``."""
+        with self._lock:
+            kept = self._items.get(key)
+            if kept is None:
+                return
+            if kept.appended or kept.anchor != covers:
+                del self._items[key]
+                return
+            kept.messages[done.first : done.last] = messages
+            kept.anchor = done.newest_record_id
+            kept.nbytes += done.nbytes
+            if kept.nbytes > self.max_bytes:
+                del self._items[key]
 
     def keep(self, key: str, messages: list[ChatMessage], records: Sequence[Record] | None) -> None:
         """Keep ``messages``, read from the log ``records`` (all of it, oldest first; its

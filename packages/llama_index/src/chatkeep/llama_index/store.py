@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from llama_index.core.llms import ChatMessage
 from llama_index.core.storage.chat_store.base import BaseChatStore
 from pydantic import PrivateAttr
 
 from chatkeep.core import (
+    AppendConflict,
     EditOutOfRange,
     Message,
     Record,
@@ -30,24 +32,41 @@ from chatkeep.core.adapters import (
 from chatkeep.core.codec import MARKER, parse_json
 from chatkeep.core.metadata import utc_stamp
 from chatkeep.core.views import (
+    Spliced,
     adelete_session,
     aedit_delete,
     aedit_insert,
     aedit_set,
+    aedit_splice_known,
     alist_conversations,
     aread_view,
     delete_session,
     edit_delete,
     edit_insert,
     edit_set,
+    edit_splice_known,
     list_conversations,
     read_view,
 )
 
-from .kept import KeptViews
+from .kept import KeptViews, fresh
 from .messages import chat_message_from_record, chat_message_to_message, message_to_chat_message
 
 __all__ = ["ChatkeepChatStore"]
+
+#: What :meth:`KeptViews.current` hands an edit: the log's newest record, the messages.
+_Known = tuple[str | None, list[ChatMessage]]
+
+
+class _Lost(enum.Enum):
+    """An edit on the kept conversation lost a race (nothing written): edit the usual way."""
+
+    LOST = "lost"
+
+
+_LOST = _Lost.LOST
+#: What an edit on the kept conversation removed (``None``: no such message), or ``_LOST``.
+_Deleted = ChatMessage | Literal[_Lost.LOST] | None
 
 T = TypeVar("T")
 
@@ -225,10 +244,22 @@ class ChatkeepChatStore(BaseChatStore):
         key = check_session_id(key)
         if idx is None:
             records = self._records(converted)
+            proven = self._proven(key)
+            if proven is not None:  # appended after the kept log, or not at all
+                try:
+                    self._store.append_if(key, records, after=proven[0])
+                except AppendConflict:
+                    self._kept.forget(key)
+                else:
+                    self._appended_after(key, proven, records, converted)
+                    return
             self._store.append(key, records)
             self._kept.appended(key, records, _added(records, converted))
             return
         with session_lock(self._store, key):
+            known = self._proven(key) or self._known(key, self._tail(key))
+            if known is not None and self._insert_known(key, known, idx, converted):
+                return
             span = self._kept.span(key)
             edit_insert(self._store, key, idx, converted)
             if span:
@@ -256,6 +287,11 @@ class ChatkeepChatStore(BaseChatStore):
         unknown key, or ``idx`` past either end)."""
         key = check_session_id(key)
         with session_lock(self._store, key):
+            known = self._proven(key) or self._known(key, self._tail(key))
+            if known is not None:
+                done = self._delete_known(key, known, idx)
+                if done is not _LOST:
+                    return done
             span = self._kept.span(key)
             try:
                 removed = message_to_chat_message(edit_delete(self._store, key, idx))
@@ -298,20 +334,29 @@ class ChatkeepChatStore(BaseChatStore):
         key = check_session_id(key)
         if idx is None:
             records = self._records(converted)
+            proven = self._proven(key) if native(self._store) else None
+            if proven is not None:
+                try:
+                    await settled(self._store.aappend_if(key, records, after=proven[0]))
+                except AppendConflict:
+                    self._kept.forget(key)
+                else:
+                    self._appended_after(key, proven, records, converted)
+                    return
             if native(self._store):
                 await settled(self._store.aappend(key, records))
             else:
                 await settled(in_thread(self._store, ("append",), self._store.append, key, records))
             self._kept.appended(key, records, _added(records, converted))
             return
+        if not native(self._store):  # the blocking method keeps what is kept up to date
+            await settled(in_thread(self._store, None, self.add_message, key, message, idx))
+            return
+        known = self._proven(key) or self._known(key, await self._atail(key))
+        if known is not None and await settled(self._ainsert_known(key, known, idx, converted)):
+            return
         self._kept.forget(key)
-        await self._write(
-            lambda: aedit_insert(self._store, key, idx, converted),
-            self.add_message,
-            key,
-            message,
-            idx,
-        )
+        await settled(aedit_insert(self._store, key, idx, converted))
 
     async def adelete_messages(self, key: str) -> list[ChatMessage] | None:
         """Async :meth:`delete_messages`."""
@@ -333,6 +378,11 @@ class ChatkeepChatStore(BaseChatStore):
         key = check_session_id(key)
         if not native(self._store):
             return await settled(in_thread(self._store, None, self.delete_message, key, idx))
+        known = self._proven(key) or self._known(key, await self._atail(key))
+        if known is not None:
+            done = await settled(self._adelete_known(key, known, idx))
+            if done is not _LOST:
+                return done
         span = self._kept.span(key)
         try:
             removed = message_to_chat_message(await settled(aedit_delete(self._store, key, idx)))
@@ -352,6 +402,91 @@ class ChatkeepChatStore(BaseChatStore):
         if not native(self._store):
             return await in_thread(self._store, ("list_sessions",), self.get_keys)
         return [key async for key in alist_conversations(self._store)]
+
+    # -- edits on the kept conversation ---------------------------------------------------------
+    #
+    # When this object keeps the conversation and a read of the log's end shows it current,
+    # an edit is computed on the kept messages and written as one conditional record after
+    # the log's newest record (``edit_splice_known``): nothing of the conversation is read
+    # or decoded again. A lost race (another writer got in) writes nothing, and the edit is
+    # made the usual way. Only on stores with ``conditional`` (elsewhere the edit reads).
+
+    def _proven(self, key: str) -> _Known | None:
+        """The kept conversation with nothing appended since its last check (no read: the
+        ``AppendIf`` after its newest record is the check), on a store with
+        ``conditional``."""
+        if not self._store.supports("conditional"):
+            return None
+        return self._kept.proven(key)
+
+    def _appended_after(
+        self, key: str, proven: _Known, records: list[Record], message: Message
+    ) -> None:
+        """``records`` (``message``'s) were appended with ``AppendIf`` right after the kept
+        log: the kept conversation is the log again, with nothing left to check."""
+        newest, view = proven
+        done = Spliced(len(view), len(view), records[-1].id, sum(len(r.data) for r in records))
+        self._kept.spliced(key, newest, done, _added(records, message))
+
+    def _tail(self, key: str) -> list[Record] | None:
+        span = self._kept.span(key)
+        if not span or not self._store.supports("conditional"):
+            return None
+        return self._store.read(key, -span)
+
+    async def _atail(self, key: str) -> list[Record] | None:
+        span = self._kept.span(key)
+        if not span or not self._store.supports("conditional"):
+            return None
+        return await self._store.aread(key, -span)
+
+    def _known(self, key: str, tail: list[Record] | None) -> _Known | None:
+        return None if tail is None else self._kept.current(key, tail)
+
+    def _insert_known(self, key: str, known: _Known, idx: int, message: Message) -> bool:
+        newest, view = known
+        done = edit_splice_known(
+            self._store, key, idx, idx, [message], newest_record_id=newest, length=len(view)
+        )
+        return self._spliced(key, newest, done, [message_to_chat_message(message)])
+
+    async def _ainsert_known(self, key: str, known: _Known, idx: int, message: Message) -> bool:
+        newest, view = known
+        done = await aedit_splice_known(
+            self._store, key, idx, idx, [message], newest_record_id=newest, length=len(view)
+        )
+        return self._spliced(key, newest, done, [message_to_chat_message(message)])
+
+    def _delete_known(self, key: str, known: _Known, idx: int) -> _Deleted:
+        newest, view = known
+        if not -len(view) <= idx < len(view):
+            return None  # nothing written: what is kept still holds
+        at = idx % len(view)
+        removed = fresh(view[at])
+        done = edit_splice_known(
+            self._store, key, at, at + 1, newest_record_id=newest, length=len(view)
+        )
+        return removed if self._spliced(key, newest, done, []) else _LOST
+
+    async def _adelete_known(self, key: str, known: _Known, idx: int) -> _Deleted:
+        newest, view = known
+        if not -len(view) <= idx < len(view):
+            return None
+        at = idx % len(view)
+        removed = fresh(view[at])
+        done = await aedit_splice_known(
+            self._store, key, at, at + 1, newest_record_id=newest, length=len(view)
+        )
+        return removed if self._spliced(key, newest, done, []) else _LOST
+
+    def _spliced(
+        self, key: str, newest: str | None, done: Spliced | None, added: list[ChatMessage]
+    ) -> bool:
+        if done is None:
+            self._kept.forget(key)
+            return False
+        self._kept.spliced(key, newest, done, added)
+        return True
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -310,16 +310,8 @@ class ChatkeepSession:
             return None
         self._count = _tail_count(records, count)
         if not cached:
-            tail = records[-1] if records else None
-            self._cache.fill(
-                self._store,
-                self.session_id,
-                records,
-                tail_id=None if tail is None else tail.id,
-                tail_data=None if tail is None else tail.data,
-                nbytes=sum(len(record.data) for record in records),
-                key=count,
-                limit=count,
+            self._cache.fill_records(
+                self._store, self.session_id, records, records, key=count, limit=count
             )
         return items
 

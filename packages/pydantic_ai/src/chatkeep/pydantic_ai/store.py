@@ -34,6 +34,7 @@ from ._log import (
     tail_entries,
     write_program,
 )
+from .convert import fresh_entries, round_trip
 
 __all__ = ["DEFAULT_PREFIX", "ChatkeepConversationStore"]
 
@@ -46,6 +47,9 @@ _MAX_PREFIX = 64
 # last-read ends (up to 16 records each) it keeps.
 _REMEMBERED = 65_536
 _HEADS_REMEMBERED = 1_024
+#: How many entries of whole histories an object keeps decoded, by default (see
+#: ``keep_entries=``).
+KEEP_ENTRIES = 200_000
 # How much earlier than the store's clock a record's updated_at may be, for the newest-first
 # listing to stop reading (a record's save time comes from the saving process's clock).
 _CLOCK_SKEW = timedelta(seconds=2)
@@ -85,11 +89,16 @@ class ChatkeepConversationStore(ConversationStore):
         url: str | None = None,
         store: Store | None = None,
         prefix: str = DEFAULT_PREFIX,
+        keep_entries: int = KEEP_ENTRIES,
     ) -> None:
         if not isinstance(prefix, str) or len(prefix) > _MAX_PREFIX or "\x00" in prefix:
             raise InvalidOption(
                 f"ChatkeepConversationStore: prefix= must be a str of at most {_MAX_PREFIX} "
                 "characters without NUL"
+            )
+        if isinstance(keep_entries, bool) or not isinstance(keep_entries, int) or keep_entries < 0:
+            raise InvalidOption(
+                "ChatkeepConversationStore: keep_entries= must be an int of at least 0"
             )
         self._store, self._owns_store = adapter_store(url, store, owner="ChatkeepConversationStore")
         self._prefix = prefix
@@ -98,6 +107,11 @@ class ChatkeepConversationStore(ConversationStore):
         # read of each conversation's head: hints only, every use checks them against the log.
         self._where: dict[str, str] = {}
         self._heads: dict[str, Head] = {}
+        # The whole history this object last loaded or saved of each conversation, decoded
+        # (session id -> (its head entry id, its entries)); never handed out, only copies.
+        self._kept: dict[str, tuple[str, list[ConversationEntry]]] = {}
+        self._kept_count = 0
+        self._keep_entries = keep_entries
 
     # -- properties ------------------------------------------------------------------------
 
@@ -219,8 +233,10 @@ class ChatkeepConversationStore(ConversationStore):
                 raise ConversationConflict(record.conversation_id) from None
         except ConversationConflict:
             self._heads.pop(session_id, None)
+            self._forget(session_id)
             raise
         self._remember(session_id, head, entries)
+        self._kept_after_write(session_id, record, entries, expected_revision)
 
     async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
         """Delete the conversation if its revision is still ``expected_revision`` (else
@@ -229,6 +245,7 @@ class ChatkeepConversationStore(ConversationStore):
         conversation reaches is lost. Elsewhere it is marked deleted and kept."""
         session_id = self.session_id(conversation_id)
         self._heads.pop(session_id, None)
+        self._forget(session_id)
         program = delete_conversation_program(
             session_id,
             conversation_id,
@@ -264,7 +281,17 @@ class ChatkeepConversationStore(ConversationStore):
         sessions = self._hints(head_id)
         at_end = bool(sessions) and self._is_head(sessions[0], head_id)
         entries = None
-        if at_end:  # the read that found the head may hold the history too
+        if at_end:
+            # The read that found the head just now said the conversation ends at head_id,
+            # and the history ending at an entry never changes (entries are immutable): a
+            # history kept for that head is current.
+            kept = self._kept.get(sessions[0])
+            if kept is not None and kept[0] == head_id:
+                history = kept[1]
+                if limit is not None and limit < len(history):
+                    history = history[-limit:]
+                return fresh_entries(history)
+            # The read that found the head may hold the history too.
             entries = tail_entries(sessions[0], self._heads[sessions[0]], head_id, limit)
         if entries is None:
             program = history_program(sessions, head_id, limit, at_end=at_end)
@@ -278,6 +305,8 @@ class ChatkeepConversationStore(ConversationStore):
         if entries is None:
             raise KeyError(head_id)
         self._note(sessions[0], (entry.id for entry in entries))
+        if limit is None and self._is_head(sessions[0], head_id):
+            self._keep(sessions[0], head_id, fresh_entries(entries))
         return entries
 
     # -- closing ---------------------------------------------------------------------------
@@ -400,6 +429,60 @@ class ChatkeepConversationStore(ConversationStore):
         for entry_id in entry_ids:
             if entry_id is not None:
                 where[entry_id] = session_id
+
+    def _keep(self, session_id: str, head_id: str, entries: list[ConversationEntry]) -> None:
+        """Keep ``entries`` (decoded from their JSON, never handed out) as the history
+        ending at ``head_id`` of ``session_id``, within ``keep_entries`` (the histories kept
+        longest are dropped first)."""
+        self._forget(session_id)
+        if len(entries) > self._keep_entries:
+            return
+        kept = self._kept
+        while kept and self._kept_count + len(entries) > self._keep_entries:
+            _, dropped = kept.pop(next(iter(kept)))
+            self._kept_count -= len(dropped)
+        kept[session_id] = (head_id, entries)
+        self._kept_count += len(entries)
+
+    def _forget(self, session_id: str) -> None:
+        dropped = self._kept.pop(session_id, None)
+        if dropped is not None:
+            self._kept_count -= len(dropped[1])
+
+    def _kept_after_write(
+        self,
+        session_id: str,
+        record: ConversationRecord,
+        entries: Sequence[ConversationEntry],
+        expected_revision: str | None,
+    ) -> None:
+        """After a write: the kept history goes on with the new entries (their JSON round
+        trip) when they extend it, or starts with them for a new conversation; anything
+        else (a branch, a rewrite, a fork) drops it, and the next load reads it."""
+        head_id = record.head_id
+        kept = self._kept.get(session_id)
+        if expected_revision is None and record.forked_from is None:
+            base: list[ConversationEntry] | None = [] if kept is None else None
+            base_id = None
+        else:
+            base = None if kept is None else kept[1]
+            base_id = None if kept is None else kept[0]
+        if base is None or head_id is None or self._keep_entries == 0:
+            self._forget(session_id)
+            return
+        parent = base_id
+        for entry in entries:
+            if entry.parent_id != parent:
+                self._forget(session_id)
+                return
+            parent = entry.id
+        if parent != head_id:
+            self._forget(session_id)
+            return
+        if not entries:
+            return
+        self._forget(session_id)
+        self._keep(session_id, head_id, [*base, *round_trip(entries)])
 
     def _remember(
         self, session_id: str, head: Head, entries: Sequence[ConversationEntry] = ()

@@ -269,7 +269,10 @@ def parse_url(url: str, options: Mapping[str, Any]) -> tuple[dict[str, Any], Pos
     _check_types(ours)
     settings = PostgresOptions(**ours)
     # libpq understands both schemes; normalise so its URI parser always accepts the URL.
-    libpq_url = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(passed), ""))
+    # Percent-encode (libpq's URI parser does not read '+' as a space, as in `options`).
+    libpq_url = urlunsplit(
+        ("postgresql", parts.netloc, parts.path, urlencode(passed, quote_via=quote), "")
+    )
     from psycopg.conninfo import conninfo_to_dict
 
     try:

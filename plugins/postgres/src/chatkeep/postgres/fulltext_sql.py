@@ -1,6 +1,6 @@
 """The SQL of the ``fulltext`` capability on PostgreSQL (the hooks: :mod:`.fulltext`).
 
-A ``tsvector`` per record, GIN-indexed.
+A ``tsvector`` per record, GIN-indexed (no unique key since migration 6).
 
 The core hands each record's words over (``chatkeep.core.search_text.record_words``:
 folded, space-separated; the backend never parses a record). :meth:`FulltextHooks.
@@ -27,7 +27,7 @@ from psycopg import sql
 
 from .layout import Names
 
-__all__ = ["FULLTEXT_QUERIES", "migration_5", "render_queries", "tsquery"]
+__all__ = ["FULLTEXT_QUERIES", "migration_5", "migration_6", "render_queries", "tsquery"]
 
 _V5 = """
 CREATE TABLE {fulltext} (
@@ -66,13 +66,33 @@ def migration_5(names: Names, conn: object) -> list[sql.Composed]:
     return [sql.SQL(_V5).format(**names.mapping())]
 
 
+# Migration 6: no unique key on the words. The index names candidate sessions (the core
+# re-matches every message of a candidate exactly), so a retry that writes a record's
+# words twice is harmless: what the ``md5(record_id)`` key and its ``ON CONFLICT`` cost
+# every append bought nothing. A session index replaces it for the trigger's delete.
+# Rows stay one a record: a row per append batch was measured cheaper to write, but then
+# a session holding two query words in different messages is a candidate too, and a
+# two-word query's first 20 hits took seconds at 10,000 sessions (benchmarks README).
+_V6 = """
+DROP INDEX {fulltext_key};
+CREATE INDEX {bare_fulltext_session_idx} ON {fulltext} (namespace, session_id);
+"""
+
+
+def migration_6(names: Names, conn: object) -> list[sql.Composed]:
+    """The statements of migration 6."""
+    return [sql.SQL(_V6).format(**names.mapping())]
+
+
+# The records' words, a row each, written only when the append stored a record (an exact
+# retry that stores nothing writes none; one that stores part of its batch writes the
+# batch's words again, harmlessly: no unique key since migration 6).
 _WORDS = """
 indexed AS (
     INSERT INTO {fulltext} (namespace, session_id, record_id, words)
     SELECT %s::text, %s::text, u.id, array_to_tsvector(string_to_array(u.words, ' '))
       FROM unnest(%s::text[], %s::text[]) AS u(id, words)
-     WHERE u.words <> ''
-    ON CONFLICT (namespace, session_id, md5(record_id)) DO UPDATE SET words = excluded.words
+     WHERE u.words <> '' AND (SELECT result FROM appended) > 0
 )
 SELECT result FROM appended
 """
@@ -129,7 +149,6 @@ WITH e AS (
     SELECT %(namespace)s, e.session_id, e.record_id,
            array_to_tsvector(string_to_array(e.words, ' '))
       FROM e WHERE e.words <> ''
-    ON CONFLICT (namespace, session_id, md5(record_id)) DO UPDATE SET words = excluded.words
 )
 UPDATE {fulltext_backlog} AS b SET done = greatest(b.done, m.next)
   FROM (SELECT session_id, max(seq) + 1 AS next FROM e GROUP BY session_id) AS m

@@ -44,6 +44,7 @@ OBJECTS: tuple[str, ...] = (
     "fulltext",
     "fulltext_key",
     "fulltext_words_idx",
+    "fulltext_session_idx",
     "fulltext_backlog",
     "fulltext_forget",
     "fulltext_forget_trigger",

@@ -20,7 +20,7 @@ from psycopg import sql
 from chatkeep.core import ChatkeepError
 
 from . import sql as pgsql
-from .fulltext_sql import migration_5
+from .fulltext_sql import migration_5, migration_6
 from .layout import TABLES, Names
 
 __all__ = [
@@ -60,6 +60,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         pgsql.migration_4,
     ),
     Migration(5, "fulltext: each record's words, GIN-indexed, and a backlog", migration_5),
+    Migration(6, "fulltext: no md5(record_id) unique key, a session index", migration_6),
 )
 #: The version a store brings its schema to.
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -11,7 +11,14 @@ from chatkeep.core.backend import AppendConflict, Record, RecordConflict, StoreU
 
 from .config import DEFAULT_URL, Settings, parse_settings
 from .faults import Faults
-from .layout import Layout, decode_member, digest, element_body, encode_session_id
+from .layout import (
+    Layout,
+    decode_member,
+    digest,
+    element_body,
+    encode_session_id,
+    prefix_range,
+)
 from .plugin import CAPABILITIES, CLUSTER_CAPABILITIES
 from .retrying import RetryPolicy
 
@@ -137,7 +144,9 @@ class RedisBase:
         encoded = encode_session_id(prefix).encode() if prefix else b""
         score, member = cursor
         stem = self._layout.key_stem()
-        return [1, recent, stem, score, member, wanted, encoded, RECENT_BUDGET]
+        index = self._layout.index_keys()[0]
+        low, high = prefix_range(prefix)
+        return [2, recent, index, stem, score, member, wanted, encoded, RECENT_BUDGET, low, high]
 
     def _backfill_recent_command(self, bound: bytes) -> list[bytes | int]:
         """The EVALSHA arguments (after the SHA) of one page of the ``{}:recent`` back-fill."""

@@ -45,18 +45,27 @@ local ids, digests, bodies = {}, {}, {}
 -- its appends skip the EXISTS: it comes back with the first page of stored digests (one
 -- HMGET per 1000 records) and is written with the new digests.
 local checked = string.char(0) .. 'no-legacy-ids'
-local legacy, unmarked = nil, false
+-- Another such field says the session's keys carry no expiry (an append without a ttl
+-- took it off and wrote the field; an append with one removes the field), so an append
+-- without a ttl skips the two PERSISTs. A session written before the field existed has
+-- not got it: its first append without a ttl persists as before and writes the field.
+local lasting = string.char(0) .. 'no-expiry'
+local legacy, unmarked, persistent = nil, false, false
 for first = 5, #ARGV, 3000 do
   local asked = {}
   for i = first, math.min(first + 2999, #ARGV), 3 do asked[#asked + 1] = ARGV[i] end
   local probe = legacy == nil
-  if probe then asked[#asked + 1] = checked end
+  if probe then
+    asked[#asked + 1] = checked
+    asked[#asked + 1] = lasting
+  end
   local found = redis.call('HMGET', KEYS[2], unpack(asked))
   if probe then
-    unmarked = not found[#asked]
+    unmarked = not found[#asked - 1]
+    persistent = found[#asked] and true or false
     legacy = unmarked and redis.call('EXISTS', KEYS[3]) == 1
   end
-  for k = 1, #asked - (probe and 1 or 0) do
+  for k = 1, #asked - (probe and 2 or 0) do
     local i = first + 3 * (k - 1)
     local id, digest, stored = ARGV[i], ARGV[i + 1], found[k]
     if stored then
@@ -69,12 +78,16 @@ for first = 5, #ARGV, 3000 do
   end
 end
 local ttl = tonumber(ARGV[1])
+-- Whether this append writes the no-expiry field (with the digests, so only when it
+-- stores records: a retry that stores nothing persists without it).
+local settle = ttl <= 0 and not persistent and not legacy
 local function expire()  -- every append sets the expiry, a retry included; none: no expiry
   if ttl > 0 then
     redis.call('PEXPIRE', KEYS[1], ttl)
     redis.call('PEXPIRE', KEYS[2], ttl)
     if legacy then redis.call('PEXPIRE', KEYS[3], ttl) end
-  else
+    if persistent then redis.call('HDEL', KEYS[2], lasting) end
+  elseif not persistent or legacy then
     redis.call('PERSIST', KEYS[1])
     redis.call('PERSIST', KEYS[2])
     if legacy then redis.call('PERSIST', KEYS[3]) end
@@ -111,6 +124,9 @@ for first = 1, count, 1000 do
   local pairs = {}
   if first == 1 and unmarked and not legacy then
     pairs[1], pairs[2] = checked, '1'
+  end
+  if first == 1 and settle then
+    pairs[#pairs + 1], pairs[#pairs + 2] = lasting, '1'
   end
   for j = first, last do
     pairs[#pairs + 1] = ids[j]
@@ -179,12 +195,17 @@ return result
 
 
 #: One page of the last-append index, newest first (ties by member, descending), strictly
-#: after the cursor. KEYS: the last-append index. ARGV: key stem, cursor score (``"+inf"``
-#: for the start), cursor member (``""`` for none), how many live members to return, the
-#: encoded prefix (``""`` for none), how many members to examine at most.
+#: after the cursor. KEYS: the last-append index, the sessions index. ARGV: key stem, cursor
+#: score (``"+inf"`` for the start), cursor member (``""`` for none), how many live members
+#: to return, the encoded prefix (``""`` for none), how many members to examine at most,
+#: then the prefix's ZRANGEBYLEX bounds in the sessions index.
 #: Returns {1 when the index is exhausted else 0, the last examined score, its member,
 #: then member, score for each live match}. Members whose log no longer exists (expired by
 #: a TTL) are removed from the index as they are met.
+#: With a prefix that few sessions match (k of n, at most 2,000, and k * k at most
+#: the page's size times n), the page is taken from the prefix's range of the sessions
+#: index instead (their scores by ``ZMSCORE``, sorted here): one call per page whatever n,
+#: where the walk of the last-append index would examine ~n/k members per match.
 RECENT_PAGE = Script(
     """\
 local key, stem, prefix = KEYS[1], ARGV[1], ARGV[5]
@@ -192,6 +213,46 @@ local score, member = ARGV[2], ARGV[3]
 local wanted, budget = tonumber(ARGV[4]), tonumber(ARGV[6])
 local result = {0, score, member}
 local found = 0
+if prefix ~= '' then
+  local matches = redis.call('ZLEXCOUNT', KEYS[2], ARGV[7], ARGV[8])
+  if matches <= 2000 and matches * matches <= wanted * redis.call('ZCARD', key) then
+    local names = redis.call('ZRANGEBYLEX', KEYS[2], ARGV[7], ARGV[8])
+    local before = score == '+inf' and math.huge or tonumber(score)
+    local candidates = {}
+    if #names > 0 then
+      local scores = redis.call('ZMSCORE', key, unpack(names))
+      for i, name in ipairs(names) do
+        local at = scores[i]
+        if at then
+          local value = tonumber(at)
+          if value < before or (value == before and (member == '' or name < member)) then
+            candidates[#candidates + 1] = {value, name, at}
+          end
+        end
+      end
+    end
+    table.sort(candidates, function(a, b)
+      if a[1] ~= b[1] then return a[1] > b[1] end
+      return a[2] > b[2]
+    end)
+    for _, candidate in ipairs(candidates) do
+      local name, at = candidate[2], candidate[3]
+      if redis.call('EXISTS', stem .. name .. '}:log') == 1 then
+        result[#result + 1] = name
+        result[#result + 1] = at
+        found = found + 1
+        if found == wanted then
+          result[2], result[3] = at, name
+          return result
+        end
+      else
+        redis.call('ZREM', key, name)
+      end
+    end
+    result[1] = 1
+    return result
+  end
+end
 while true do
   -- Members at the cursor's own score come first in REV order: skip those not after it.
   local skip = 0
