@@ -114,9 +114,11 @@ def _first_id_memory(store: Store, prefix: str, *, twin: bool = False) -> int:
             listing.close()
 
     try:
-        warm = start()
-        first(warm)  # warm: connections, caches, scripts
-        if loop is not None:
+        if loop is None:
+            next(iter(store.list_sessions(prefix)))  # warm: connections, caches, scripts
+        else:
+            warm = start()
+            first(warm)
             done(warm)
         least = None
         for _ in range(3):
