@@ -169,3 +169,39 @@ def test_ties_are_by_id_descending_and_pages_split_them(
         store.delete(name)
     store.close()
     client.close()
+
+
+def test_a_tie_larger_than_a_batch_is_ordered_by_decoded_id(
+    redis_url: str, redis_store_url: str, redis_namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tie of more members than one ``ZRANGE`` batch (200) or one script's budget, whose
+    encoded order ('%2F' < '%C3' < '-') is not the code-point order ('-' < '/' < 'é'):
+    walked whole, in pages, and with the script resuming inside the tie."""
+    import chatkeep.core.store as store_module
+    import chatkeep.redis.base as base
+
+    client = redis.Redis.from_url(redis_url)
+    store = open_store(redis_store_url)
+    tied = [f"t{n:02d}{end}" for n in range(70) for end in ("-", "/", "é")]
+    older = ["o-", "o/", "oé"]
+    for name in [*tied, *older]:
+        store.append(name, [Record("r1", b"x")])
+    key = f"{redis_namespace}{{}}:recent"
+    members = _members(client, redis_namespace)
+    top = max(members.values())
+    client.zadd(key, {member: top for member in members})
+    client.zadd(key, {m.encode(): top - 60 for m in ("o-", "o%2F", "o%C3%A9")})
+    expected = [*sorted(tied, reverse=True), *sorted(older, reverse=True)]
+    assert expected[:3] == ["t69é", "t69/", "t69-"]
+    assert _ids(store) == expected
+    assert _ids(store, "t0") == [n for n in expected if n.startswith("t0")]  # the walk
+    assert _ids(store, "t05") == ["t05é", "t05/", "t05-"]  # the sessions index
+    monkeypatch.setattr(store_module, "RECENT_PAGE", 3)
+    assert _ids(store) == expected
+    monkeypatch.setattr(base, "RECENT_BUDGET", 7)  # the script stops inside the tie
+    assert _ids(store) == expected
+    assert _ids(store, "t1") == [n for n in expected if n.startswith("t1")]
+    for name in [*tied, *older]:
+        store.delete(name)
+    store.close()
+    client.close()

@@ -194,7 +194,7 @@ return result
 )
 
 
-#: One page of the last-append index, newest first (ties by member, descending), strictly
+#: One page of the last-append index, newest first (ties by decoded id, descending), strictly
 #: after the cursor. KEYS: the last-append index, the sessions index. ARGV: key stem, cursor
 #: score (``"+inf"`` for the start), cursor member (``""`` for none), how many live members
 #: to return, the encoded prefix (``""`` for none), how many members to examine at most,
@@ -213,6 +213,23 @@ local score, member = ARGV[2], ARGV[3]
 local wanted, budget = tonumber(ARGV[4]), tonumber(ARGV[6])
 local result = {0, score, member}
 local found = 0
+-- Ties order by the decoded id (its UTF-8 bytes: code-point order), not by the member:
+-- '%XX' sorts below every unescaped character. Lua's '<' on strings may use strcoll, so
+-- the comparison goes byte by byte.
+local function decode(name)
+  return (string.gsub(name, '%%(%x%x)', function(hex) return string.char(tonumber(hex, 16)) end))
+end
+local function below(a, b)  -- a < b, bytewise
+  local n = math.min(#a, #b)
+  local i = 1
+  while i <= n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+    i = i + 1
+  end
+  return #a < #b
+end
+local after = member ~= '' and decode(member) or nil  -- the cursor's decoded id
 if prefix ~= '' then
   local matches = redis.call('ZLEXCOUNT', KEYS[2], ARGV[7], ARGV[8])
   if matches <= 2000 and matches * matches <= wanted * redis.call('ZCARD', key) then
@@ -225,15 +242,18 @@ if prefix ~= '' then
         local at = scores[i]
         if at then
           local value = tonumber(at)
-          if value < before or (value == before and (member == '' or name < member)) then
-            candidates[#candidates + 1] = {value, name, at}
+          if value <= before then
+            local id = decode(name)
+            if value < before or after == nil or below(id, after) then
+              candidates[#candidates + 1] = {value, name, at, id}
+            end
           end
         end
       end
     end
     table.sort(candidates, function(a, b)
       if a[1] ~= b[1] then return a[1] > b[1] end
-      return a[2] > b[2]
+      return below(b[4], a[4])
     end)
     for _, candidate in ipairs(candidates) do
       local name, at = candidate[2], candidate[3]
@@ -253,20 +273,11 @@ if prefix ~= '' then
     return result
   end
 end
-while true do
-  -- Members at the cursor's own score come first in REV order: skip those not after it.
-  local skip = 0
-  if member ~= '' then
-    local ties = redis.call('ZRANGE', key, score, score, 'BYSCORE')
-    for _, tied in ipairs(ties) do
-      if tied >= member then skip = skip + 1 end
-    end
-  end
-  local batch = math.min(budget, 200)
-  local items = redis.call(
-    'ZRANGE', key, score, '-inf', 'BYSCORE', 'REV', 'LIMIT', skip, batch, 'WITHSCORES')
-  for i = 1, #items, 2 do
-    local name, at = items[i], items[i + 1]
+-- Examine members in order (one tie group, sorted by decoded id descending): true when
+-- the page is full or the budget spent (the cursor is then set).
+local function examine(group)
+  for _, entry in ipairs(group) do
+    local name, at = entry[1], entry[2]
     score, member = at, name
     budget = budget - 1
     if prefix == '' or string.sub(name, 1, #prefix) == prefix then
@@ -280,10 +291,54 @@ while true do
     end
     if found == wanted or budget == 0 then
       result[2], result[3] = score, member
-      return result
+      return true
     end
   end
-  if #items < 2 * batch then
+  return false
+end
+-- A score's whole tie group, sorted, after the decoded id ``limit`` (nil: all of it).
+local function tie_group(at, limit)
+  local names = redis.call('ZRANGE', key, at, at, 'BYSCORE')
+  local group = {}
+  for _, name in ipairs(names) do
+    local id = decode(name)
+    if limit == nil or below(id, limit) then group[#group + 1] = {name, at, id} end
+  end
+  table.sort(group, function(a, b) return below(b[3], a[3]) end)
+  return group
+end
+-- The cursor inside a tie: the rest of its score's group, then strictly below it.
+local from = score
+if member ~= '' then
+  if examine(tie_group(score, after)) then return result end
+  from = '(' .. score
+end
+while true do
+  local batch = math.min(budget, 200)
+  local items = redis.call(
+    'ZRANGE', key, from, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, batch, 'WITHSCORES')
+  local full = #items == 2 * batch
+  local i = 1
+  while i <= #items do
+    local at = items[i + 1]
+    local j = i  -- the group of ``at`` in this batch: items i .. j
+    while j + 2 <= #items and items[j + 3] == at do j = j + 2 end
+    local group
+    if full and j + 1 == #items then
+      group = tie_group(at, nil)  -- the batch may end inside it: take the whole group
+    else
+      group = {}
+      for k = i, j, 2 do group[#group + 1] = {items[k], at, nil} end
+      if #group > 1 then
+        for _, entry in ipairs(group) do entry[3] = decode(entry[1]) end
+        table.sort(group, function(a, b) return below(b[3], a[3]) end)
+      end
+    end
+    if examine(group) then return result end
+    from = '(' .. at
+    i = j + 2
+  end
+  if not full then
     result[1] = 1
     return result
   end
