@@ -183,15 +183,18 @@ def test_a_tie_larger_than_a_batch_is_ordered_by_decoded_id(
     client = redis.Redis.from_url(redis_url)
     store = open_store(redis_store_url)
     tied = [f"t{n:02d}{end}" for n in range(70) for end in ("-", "/", "é")]
+    plain = [f"u{n:03d}" for n in range(210)]  # no escape: Redis's own order is kept
     older = ["o-", "o/", "oé"]
-    for name in [*tied, *older]:
+    for name in [*tied, *plain, *older]:
         store.append(name, [Record("r1", b"x")])
     key = f"{redis_namespace}{{}}:recent"
     members = _members(client, redis_namespace)
     top = max(members.values())
     client.zadd(key, {member: top for member in members})
+    client.zadd(key, {name.encode(): top - 30 for name in plain})
     client.zadd(key, {m.encode(): top - 60 for m in ("o-", "o%2F", "o%C3%A9")})
-    expected = [*sorted(tied, reverse=True), *sorted(older, reverse=True)]
+    expected = [*sorted(tied, reverse=True), *sorted(plain, reverse=True)]
+    expected += sorted(older, reverse=True)
     assert expected[:3] == ["t69é", "t69/", "t69-"]
     assert _ids(store) == expected
     assert _ids(store, "t0") == [n for n in expected if n.startswith("t0")]  # the walk
@@ -201,7 +204,7 @@ def test_a_tie_larger_than_a_batch_is_ordered_by_decoded_id(
     monkeypatch.setattr(base, "RECENT_BUDGET", 7)  # the script stops inside the tie
     assert _ids(store) == expected
     assert _ids(store, "t1") == [n for n in expected if n.startswith("t1")]
-    for name in [*tied, *older]:
+    for name in [*tied, *plain, *older]:
         store.delete(name)
     store.close()
     client.close()

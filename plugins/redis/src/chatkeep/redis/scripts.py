@@ -273,11 +273,11 @@ if prefix ~= '' then
     return result
   end
 end
--- Examine members in order (one tie group, sorted by decoded id descending): true when
--- the page is full or the budget spent (the cursor is then set).
-local function examine(group)
-  for _, entry in ipairs(group) do
-    local name, at = entry[1], entry[2]
+-- Examine members in order (one tie group, sorted by decoded id descending) from the
+-- ``first``: true when the page is full or the budget spent (the cursor is then set).
+local function examine(group, first)
+  for k = first, #group do
+    local name, at = group[k][1], group[k][2]
     score, member = at, name
     budget = budget - 1
     if prefix == '' or string.sub(name, 1, #prefix) == prefix then
@@ -296,21 +296,71 @@ local function examine(group)
   end
   return false
 end
--- A score's whole tie group, sorted, after the decoded id ``limit`` (nil: all of it).
-local function tie_group(at, limit)
-  local names = redis.call('ZRANGE', key, at, at, 'BYSCORE')
-  local group = {}
-  for _, name in ipairs(names) do
-    local id = decode(name)
-    if limit == nil or below(id, limit) then group[#group + 1] = {name, at, id} end
+local function bytes_of(text)  -- the bytes as a table: compared without string.byte calls
+  local out = {}
+  for i = 1, #text, 1000 do
+    local chunk = {string.byte(text, i, math.min(i + 999, #text))}
+    for _, byte in ipairs(chunk) do out[#out + 1] = byte end
   end
-  table.sort(group, function(a, b) return below(b[3], a[3]) end)
+  return out
+end
+local function bytes_below(x, y)
+  local n = math.min(#x, #y)
+  for i = 1, n do
+    local p, q = x[i], y[i]
+    if p ~= q then return p < q end
+  end
+  return #x < #y
+end
+-- Order a tie group (entries {member, score}, given in Redis's member order, ascending or
+-- not) by decoded id descending, each entry's id as its third field. Without a '%' in any
+-- member, ids are the members and Redis's bytewise order is already the right one.
+local function arrange(group, ascending)
+  local escaped = false
+  for _, entry in ipairs(group) do
+    if string.find(entry[1], '%', 1, true) then
+      escaped = true
+      break
+    end
+  end
+  if not escaped then
+    if ascending then
+      local n = #group
+      for k = 1, math.floor(n / 2) do group[k], group[n + 1 - k] = group[n + 1 - k], group[k] end
+    end
+    for _, entry in ipairs(group) do entry[3] = entry[1] end
+    return group
+  end
+  for _, entry in ipairs(group) do
+    entry[3] = decode(entry[1])
+    entry[4] = bytes_of(entry[3])
+  end
+  table.sort(group, function(a, b) return bytes_below(b[4], a[4]) end)
   return group
+end
+-- Where the members after the decoded id ``limit`` start in an arranged group (binary
+-- search: the group is descending).
+local function cut(group, limit)
+  local low, high = 1, #group + 1
+  while low < high do
+    local middle = math.floor((low + high) / 2)
+    if below(group[middle][3], limit) then high = middle else low = middle + 1 end
+  end
+  return low
+end
+-- A score's whole tie group, arranged.
+local function tie_group(at)
+  local group = {}
+  for _, name in ipairs(redis.call('ZRANGE', key, at, at, 'BYSCORE')) do
+    group[#group + 1] = {name, at}
+  end
+  return arrange(group, true)
 end
 -- The cursor inside a tie: the rest of its score's group, then strictly below it.
 local from = score
 if member ~= '' then
-  if examine(tie_group(score, after)) then return result end
+  local group = tie_group(score)
+  if examine(group, cut(group, after)) then return result end
   from = '(' .. score
 end
 while true do
@@ -325,16 +375,15 @@ while true do
     while j + 2 <= #items and items[j + 3] == at do j = j + 2 end
     local group
     if full and j + 1 == #items then
-      group = tie_group(at, nil)  -- the batch may end inside it: take the whole group
+      group = tie_group(at)  -- the batch may end inside it: take the whole group
+    elseif j == i then
+      group = {{items[i], at}}
     else
       group = {}
-      for k = i, j, 2 do group[#group + 1] = {items[k], at, nil} end
-      if #group > 1 then
-        for _, entry in ipairs(group) do entry[3] = decode(entry[1]) end
-        table.sort(group, function(a, b) return below(b[3], a[3]) end)
-      end
+      for k = i, j, 2 do group[#group + 1] = {items[k], at} end
+      group = arrange(group, false)
     end
-    if examine(group) then return result end
+    if examine(group, 1) then return result end
     from = '(' .. at
     i = j + 2
   end
