@@ -19,7 +19,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl
@@ -326,17 +326,6 @@ class EagerListing(PagedDictStore):
 
     def list_sessions(self, prefix: str | None = None) -> Iterator[str]:
         return iter(list(super().list_sessions(prefix)))
-
-
-class EagerAsyncListing(PagedDictStore):
-    """Bug: the async twin ``alist_sessions`` gathers every page before yielding the first
-    id (the sync listing stays lazy), so the async caller's memory grows with the
-    listing."""
-
-    async def alist_sessions(self, prefix: str | None = None) -> AsyncIterator[str]:
-        # Every id decoded from storage first, as a backend reading rows would.
-        for session_id in [name.encode().decode() for name in super().list_sessions(prefix)]:
-            yield session_id
 
 
 class TiesByIdAscending(MemoryStore):
@@ -1058,7 +1047,6 @@ BROKEN = {
     "pageforget": PagesForgetPrefix,
     "fartail": FarTailRefused,
     "eager": EagerListing,
-    "eagertwin": EagerAsyncListing,
     "memory-tieasc": TiesByIdAscending,
 }
 

@@ -111,10 +111,6 @@ SELF_CHECK: dict[str, tuple[str, str, set[str], set[str]]] = {
         "eager", "paged", {"ListingPagesTests.test_many_pages_of_extending_ids"},
         {"list_sessions"},
     ),
-    "the async listing is lazy too": (
-        "eagertwin", "paged", {"ListingPagesTests.test_many_pages_of_extending_ids"},
-        {"list_sessions"},
-    ),
     "recent lists ties by id descending, across pages (hook)": (
         "memory-tieasc", "memory",
         {"RecentTieTests.test_recent_ties_by_id_descending_across_pages"}, {"ties"},

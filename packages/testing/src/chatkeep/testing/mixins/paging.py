@@ -3,13 +3,10 @@ first id that costs a page, not the listing."""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import tracemalloc
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import pytest
 
@@ -65,101 +62,48 @@ _LAZY_ATTEMPTS = 3
 _FRAMES = 256
 
 
-def _traced_files(store: Store) -> list[tracemalloc.Filter]:
-    """Allocations this memory check counts: made with this module's frame on the stack
-    (this thread, the event loop it runs), or with one of the backend's classes' (a worker
-    thread running a sync listing for the core's async fallback). What other threads
-    allocate (a server running in this process) is left out."""
-    files = {__file__}
-    for cls in type(store.backend).__mro__:
-        try:
-            files.add(inspect.getfile(cls))
-        except TypeError:  # builtins
-            continue
-    return [tracemalloc.Filter(True, name, all_frames=True) for name in sorted(files)]
-
-
-def _first_id_memory(store: Store, prefix: str, *, twin: bool = False) -> int:
+def _first_id_memory(store: Store, prefix: str) -> int:
     """The least Python memory a listing holds once it yielded its first id, over three
-    listings (allocations only ever add noise, like time): what was allocated during
-    ``next()`` (``twin``: the first ``anext()`` of ``alist_sessions``) and is still
-    alive. Time-free: a lazy listing holds a page whatever the listing's length, an eager
-    one the whole listing."""
+    listings (allocations only ever add noise, like time): what was allocated on this
+    thread during ``next()`` and is still alive. Time-free: a lazy listing holds a page
+    whatever the listing's length, an eager one the whole listing."""
     tracing = tracemalloc.is_tracing()
     if not tracing:
         tracemalloc.start(_FRAMES)
-    # The sync listing runs on this thread: this module's frames alone (the backend's
-    # files would also count its other threads' churn).
-    mine = _traced_files(store) if twin else [tracemalloc.Filter(True, __file__, all_frames=True)]
-    loop = asyncio.new_event_loop() if twin else None
-
-    def first(listing: Any) -> None:
-        if loop is None:
-            next(listing)
-        else:
-            loop.run_until_complete(listing.__anext__())
-
-    def start() -> Any:
-        return store.list_sessions(prefix) if loop is None else store.alist_sessions(prefix)
-
-    def done(listing: Any) -> None:
-        # The page goes now, not at collection (for an async generator, at a later turn
-        # of the loop: inside the next measurement, where its freeing would hide what
-        # that listing holds).
-        if loop is not None:
-            loop.run_until_complete(listing.aclose())
-            for _ in range(3):  # finalizers the loop scheduled (a backend's inner listing)
-                loop.run_until_complete(asyncio.sleep(0))
-        elif hasattr(listing, "close"):
-            listing.close()
-
+    mine = [tracemalloc.Filter(True, __file__, all_frames=True)]
     try:
-        if loop is None:
-            next(iter(store.list_sessions(prefix)))  # warm: connections, caches, scripts
-        else:
-            warm = start()
-            first(warm)
-            done(warm)
+        next(iter(store.list_sessions(prefix)))  # warm: connections, caches, scripts
         least = None
         for _ in range(3):
-            listing = start()
+            listing = store.list_sessions(prefix)
             before = tracemalloc.take_snapshot().filter_traces(mine)
-            first(listing)
+            next(listing)
             after = tracemalloc.take_snapshot().filter_traces(mine)
             held = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
-            if loop is not None:  # what the loop freed meanwhile says nothing of the listing
-                held = max(0, held)
-            done(listing)
+            close = getattr(listing, "close", None)
+            if close is not None:
+                close()  # a generator's page goes now, not at collection
             least = held if least is None else min(least, held)
         assert least is not None
         return least
     finally:
-        if loop is not None:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
         if not tracing:
             tracemalloc.stop()
 
 
-def _check_lazy(
-    store: Store, prefix: str, half: int, small: int, added: int, *, twin: bool = False
-) -> None:
+def _check_lazy(store: Store, prefix: str, half: int, small: int, added: int) -> None:
     """The first id of the doubled listing costs what it cost before, within the allowance
     (measured again before it fails)."""
-    # The event loop's own task and future objects add up to a KiB more noise.
-    allowed = _LAZY_NOISE * (2 if twin else 1) + int(_LAZY_SHARE * small)
+    allowed = _LAZY_NOISE + int(_LAZY_SHARE * small)
     grown = 0
     for _ in range(_LAZY_ATTEMPTS):
-        grown = _first_id_memory(store, prefix, twin=twin) - small
+        grown = _first_id_memory(store, prefix) - small
         if grown <= allowed:
             return
-    call = "alist_sessions" if twin else "list_sessions"
     raise AssertionError(
-        f"{call} is not lazy: after its first id it held {grown} bytes more once the "
+        f"list_sessions is not lazy: after its first id it held {grown} bytes more once the "
         f"listing grew from {half} to {half + added} sessions (allowed {allowed}): it builds "
-        "the whole listing before yielding, where a lazy one reads a page (a backend whose "
-        f"page holds more than {half} ids passes with --chatkeep-listing-sessions above "
-        "twice its page size)"
+        "the whole listing before yielding, where a lazy one reads a page"
     )
 
 
@@ -187,11 +131,9 @@ class ListingPagesTests(ConformanceBase):
         _create(chatkeep_store, ids[: count // 2])
         _check_listing(list(chatkeep_store.list_sessions(prefix)), ids[: count // 2], "first half")
         small = _first_id_memory(chatkeep_store, prefix)
-        small_twin = _first_id_memory(chatkeep_store, prefix, twin=True)
         _create(chatkeep_store, ids[count // 2 :])
         _check_listing(list(chatkeep_store.list_sessions(prefix)), ids, "this handle")
         _check_lazy(chatkeep_store, prefix, count // 2, small, count - count // 2)
-        _check_lazy(chatkeep_store, prefix, count // 2, small_twin, count - count // 2, twin=True)
         group = f"{prefix}{12:05d}"
         _check_listing(
             list(chatkeep_store.list_sessions(group)),
